@@ -1,0 +1,144 @@
+// Command dageval assembles deep agents, replays and grades their runs, and gates changes in CI.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK       = 0 // the job ran and everything passed
+	exitFailures = 1 // the job ran and found failures (or differences)
+	exitBad      = 2 // bad input, or the job could not be carried out
+)
+
+// command is one subcommand. Each lives in its own file and registers itself.
+type command struct {
+	name    string
+	summary string
+	usage   string // first line of --help: arguments after the command name
+	help    string // what the command does, shown by --help
+	run     func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what a command may touch; tests substitute buffers.
+type env struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	getenv         func(string) string
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// exitError carries an exit code with an optional message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// failures signals exit code 1 (the job ran and found failures).
+func failures(format string, args ...any) error {
+	return &exitError{code: exitFailures, msg: fmt.Sprintf(format, args...)}
+}
+
+// usageError signals exit code 2 because the command line was wrong.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitBad, msg: fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := runMain(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// runMain dispatches to a subcommand and maps its error to an exit code.
+func runMain(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 {
+		printUsage(e.stderr)
+		return exitBad
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help", "-help":
+		name = "help"
+	case "-v", "--version", "-version":
+		name = "version"
+	}
+	c, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(e.stderr, "dageval: unknown command %q\n\n", name)
+		printUsage(e.stderr)
+		return exitBad
+	}
+	err := c.run(ctx, e, args[1:])
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	}
+	var xe *exitError
+	if errors.As(err, &xe) {
+		if xe.msg != "" {
+			fmt.Fprintf(e.stderr, "dageval %s: %s\n", c.name, xe.msg)
+		}
+		return xe.code
+	}
+	fmt.Fprintf(e.stderr, "dageval %s: %v\n", c.name, err)
+	return exitBad
+}
+
+// newFlags returns a flag set whose --help prints the command's usage and help text.
+func newFlags(c *command, e *env) *flag.FlagSet {
+	fs := flag.NewFlagSet("dageval "+c.name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: dageval %s %s\n\n%s\n", c.name, c.usage, strings.TrimSpace(c.help))
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintf(w, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parse parses flags, turning a parse failure into exit code 2.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{code: exitBad}
+	}
+	return nil
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, "dageval assembles deep agents, replays and grades their runs, and gates changes in CI.\n\nUsage: dageval <command> [flags] [arguments]\n\nCommands:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'dageval <command> --help' for a command's flags.\nExit codes: 0 ok, 1 the job ran and found failures, 2 bad input or the job could not run.\n")
+}

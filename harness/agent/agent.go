@@ -1,0 +1,859 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/tool"
+)
+
+// DefaultRecursionLimit bounds the number of steps (model calls plus tool
+// steps) of one invocation unless Config or WithRecursionLimit says otherwise.
+const DefaultRecursionLimit = 25
+
+// Config describes an agent.
+type Config struct {
+	// Name labels the agent in events ("main" when empty).
+	Name string
+	// Model is called at every model step. Required.
+	Model llm.ChatModel
+	// System is the system prompt, as content blocks.
+	System []llm.Block
+	// Tools are the caller's tools; middleware tools come first.
+	Tools []tool.Tool
+	// Middleware, in stack order.
+	Middleware []Middleware
+	// ResponseFormat asks for a structured final answer.
+	ResponseFormat *ResponseFormat
+	// Checkpointer persists threads; required for interrupts and resume.
+	Checkpointer Checkpointer
+	// RecursionLimit bounds the steps of one invocation (DefaultRecursionLimit when 0).
+	RecursionLimit int
+	// MaxTokens, Temperature and Seed are sent with every model call.
+	MaxTokens   int
+	Temperature *float64
+	Seed        *int64
+}
+
+// Strategy says how a structured response is obtained.
+type Strategy string
+
+// Structured output strategies.
+const (
+	// StrategyTool offers the schema as a tool the model calls to answer.
+	StrategyTool Strategy = "tool"
+	// StrategyProvider asks the provider for JSON output matching the schema.
+	StrategyProvider Strategy = "provider"
+)
+
+// ResponseFormat describes a structured final answer.
+type ResponseFormat struct {
+	// Name of the answer tool (StrategyTool) or schema; "structured_response" when empty.
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	Strategy    Strategy
+}
+
+// Agent is a configured model→tools loop. It is safe for concurrent use:
+// each invocation keeps its own state.
+type Agent struct {
+	cfg      Config
+	name     string
+	tools    map[string]tool.Tool
+	specs    []llm.ToolSpec
+	keys     map[string]StateKey
+	private  map[string]bool
+	format   *ResponseFormat
+	schema   *tool.Schema
+	limit    int
+	mwNames  []string
+	formatTS llm.ToolSpec
+}
+
+// Errors returned by New and Invoke.
+var (
+	ErrNoModel         = errors.New("agent: no model configured")
+	ErrNothingToResume = errors.New("agent: nothing to resume: the thread has no pending interrupt")
+	ErrNoCheckpointer  = errors.New("agent: interrupts need a checkpointer and a thread id")
+	ErrResumeWithInput = errors.New("agent: a resume cannot carry new messages; resume first, then send the next input")
+)
+
+// RecursionLimitError reports a run that did not finish within its step budget.
+type RecursionLimitError struct{ Limit int }
+
+func (e *RecursionLimitError) Error() string {
+	return fmt.Sprintf("agent: recursion limit of %d steps reached before the agent finished; raise it with WithRecursionLimit or Config.RecursionLimit", e.Limit)
+}
+
+// New validates the configuration and returns an agent.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Model == nil {
+		return nil, ErrNoModel
+	}
+	a := &Agent{
+		cfg:     cfg,
+		name:    cfg.Name,
+		tools:   map[string]tool.Tool{},
+		keys:    map[string]StateKey{},
+		private: map[string]bool{},
+		limit:   cfg.RecursionLimit,
+	}
+	if a.name == "" {
+		a.name = "main"
+	}
+	if a.limit <= 0 {
+		a.limit = DefaultRecursionLimit
+	}
+	seen := map[string]bool{}
+	var all []tool.Tool
+	for _, mw := range cfg.Middleware {
+		if mw == nil {
+			return nil, errors.New("agent: nil middleware in stack")
+		}
+		name := mw.Name()
+		if seen[name] {
+			return nil, fmt.Errorf("agent: middleware %q appears twice in the stack; names must be unique", name)
+		}
+		seen[name] = true
+		a.mwNames = append(a.mwNames, name)
+		all = append(all, mw.Tools()...)
+		for _, k := range mw.StateKeys() {
+			a.keys[k.Name] = k
+			if k.Private {
+				a.private[k.Name] = true
+			}
+		}
+	}
+	all = append(all, cfg.Tools...)
+	for _, t := range all {
+		spec := t.Spec()
+		if spec.Name == "" {
+			return nil, errors.New("agent: a tool has an empty name")
+		}
+		if _, dup := a.tools[spec.Name]; dup {
+			return nil, fmt.Errorf("agent: two tools are named %q", spec.Name)
+		}
+		a.tools[spec.Name] = t
+		a.specs = append(a.specs, spec)
+	}
+	if cfg.ResponseFormat != nil {
+		f := *cfg.ResponseFormat
+		if f.Name == "" {
+			f.Name = "structured_response"
+		}
+		if f.Strategy == "" {
+			f.Strategy = StrategyTool
+		}
+		s, err := tool.ParseSchema(f.Schema)
+		if err != nil {
+			return nil, fmt.Errorf("agent: response format %s: %w", f.Name, err)
+		}
+		a.format, a.schema = &f, s
+		if f.Strategy == StrategyTool {
+			if _, dup := a.tools[f.Name]; dup {
+				return nil, fmt.Errorf("agent: response format tool %q collides with a tool of the same name", f.Name)
+			}
+			desc := f.Description
+			if desc == "" {
+				desc = "Give your final answer by calling this tool with arguments that match its schema."
+			}
+			a.formatTS = llm.ToolSpec{Name: f.Name, Description: desc, Parameters: s.JSON()}
+		}
+	}
+	return a, nil
+}
+
+// Name returns the agent's name.
+func (a *Agent) Name() string { return a.name }
+
+// ToolSpecs returns the tools the model is offered before middleware filter them.
+func (a *Agent) ToolSpecs() []llm.ToolSpec { return slices.Clone(a.specs) }
+
+// Middleware returns the middleware names in stack order.
+func (a *Agent) Middleware() []string { return slices.Clone(a.mwNames) }
+
+// PrivateKeys returns the names of the private state keys, sorted.
+func (a *Agent) PrivateKeys() []string {
+	var ks []string
+	for k := range a.private {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// Config returns the agent's configuration.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Input starts or continues a thread.
+type Input struct {
+	Messages []llm.Message
+	Files    map[string]FileData
+	Values   map[string]json.RawMessage
+	// Resume answers the pending interrupt(s) of the thread: a single value
+	// when one interrupt is pending, or a ResumeMap keyed by interrupt id.
+	Resume any
+}
+
+// ResumeMap answers several pending interrupts at once.
+type ResumeMap map[string]any
+
+// Result is the outcome of an invocation.
+type Result struct {
+	// State is the final state without private keys.
+	State *State
+	// Interrupts is non-empty when the run paused; resume with Input.Resume.
+	Interrupts []PendingInterrupt
+	// Steps counts model calls and tool steps of this invocation.
+	Steps int
+	// Usage sums the token usage of this agent's own model calls.
+	Usage llm.Usage
+}
+
+// Interrupted reports whether the run paused for an answer.
+func (r *Result) Interrupted() bool { return len(r.Interrupts) > 0 }
+
+// Text returns the agent's answer: the last non-empty assistant text.
+func (r *Result) Text() string { return r.State.LastText() }
+
+type options struct {
+	thread      string
+	limit       int
+	events      func(Event)
+	clock       func() time.Time
+	config      map[string]any
+	tokenStream bool
+	path        string
+}
+
+// Option configures one invocation.
+type Option func(*options)
+
+// WithThread runs on the given thread: state is loaded from and saved to the
+// checkpointer under that id.
+func WithThread(id string) Option { return func(o *options) { o.thread = id } }
+
+// WithRecursionLimit overrides the step budget of this invocation.
+func WithRecursionLimit(n int) Option { return func(o *options) { o.limit = n } }
+
+// WithEvents delivers the run's stream events to fn, synchronously and in order.
+func WithEvents(fn func(Event)) Option { return func(o *options) { o.events = fn } }
+
+// WithClock sets the clock hooks and tools read through Now.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// WithConfig sets a per-run configuration value read through Configurable.
+func WithConfig(key string, value any) Option {
+	return func(o *options) {
+		if o.config == nil {
+			o.config = map[string]any{}
+		}
+		o.config[key] = value
+	}
+}
+
+// WithTokenStream streams model output as model_chunk events when the model supports it.
+func WithTokenStream() Option { return func(o *options) { o.tokenStream = true } }
+
+// WithAgentPath sets the path events are labelled with; nested agents use it.
+func WithAgentPath(path string) Option { return func(o *options) { o.path = path } }
+
+// GetState returns the full state (private keys included) saved for a thread.
+func (a *Agent) GetState(ctx context.Context, thread string) (*State, error) {
+	if a.cfg.Checkpointer == nil {
+		return nil, ErrNoCheckpointer
+	}
+	cp, err := a.cfg.Checkpointer.Get(ctx, thread)
+	if err != nil || cp == nil {
+		return nil, err
+	}
+	return cp.State, nil
+}
+
+// Invoke runs the agent until it finishes, pauses on an interrupt, fails, or
+// ctx is cancelled (then it returns ctx.Err()).
+func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, error) {
+	o := options{limit: a.limit}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.path == "" {
+		o.path = a.name
+	}
+	r := &run{thread: o.thread, emitter: o.events, clock: o.clock, config: o.config, path: o.path, cp: a.cfg.Checkpointer}
+	if parent := runFrom(ctx); parent != nil && r.clock == nil {
+		r.clock = parent.clock
+	}
+	ctx = context.WithValue(ctx, runKey{}, r)
+	// A nested agent (a subagent run from a parent's tool) must not see the
+	// parent's tool call as its own.
+	ctx = context.WithValue(ctx, toolKey{}, (*toolRun)(nil))
+	ex := &exec{a: a, r: r, limit: o.limit, tokenStream: o.tokenStream, st: &State{}, pos: Position{Phase: PhaseBeforeAgent}}
+
+	var cp *Checkpoint
+	if o.thread != "" && a.cfg.Checkpointer != nil {
+		var err error
+		if cp, err = a.cfg.Checkpointer.Get(ctx, o.thread); err != nil {
+			return nil, fmt.Errorf("agent: load thread %s: %w", o.thread, err)
+		}
+	}
+	if cp != nil && cp.State != nil {
+		ex.st = cp.State
+	}
+	if in.Resume != nil {
+		if len(in.Messages) > 0 {
+			return nil, ErrResumeWithInput
+		}
+		if cp == nil || len(cp.Interrupts) == 0 {
+			return nil, ErrNothingToResume
+		}
+		resume, err := resumeValues(cp.Interrupts, in.Resume)
+		if err != nil {
+			return nil, err
+		}
+		r.resume = resume
+		ex.pos, ex.steps, ex.pendingTools = cp.Next, cp.Steps, cp.ToolResults
+		r.step.Store(int64(ex.steps))
+	} else {
+		u := &Update{Messages: in.Messages, Values: in.Values}
+		if len(in.Files) > 0 {
+			u.Files = make(map[string]*FileData, len(in.Files))
+			for p, fd := range in.Files {
+				u.Files[p] = &fd
+			}
+		}
+		st, err := apply(ex.st, u, a.keys)
+		if err != nil {
+			return nil, fmt.Errorf("agent: input: %w", err)
+		}
+		ex.st = st
+	}
+	return ex.loop(ctx)
+}
+
+func resumeValues(pending []PendingInterrupt, v any) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	if m, ok := v.(ResumeMap); ok {
+		for _, in := range pending {
+			val, ok := m[in.ID]
+			if !ok {
+				return nil, fmt.Errorf("agent: resume has no answer for interrupt %s", in.ID)
+			}
+			raw, err := json.Marshal(val)
+			if err != nil {
+				return nil, fmt.Errorf("agent: resume value for %s: %w", in.ID, err)
+			}
+			out[in.ID] = raw
+		}
+		return out, nil
+	}
+	if len(pending) != 1 {
+		ids := make([]string, len(pending))
+		for i, p := range pending {
+			ids[i] = p.ID
+		}
+		return nil, fmt.Errorf("agent: %d interrupts are pending (%s); resume with a ResumeMap keyed by interrupt id", len(pending), strings.Join(ids, ", "))
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("agent: resume value: %w", err)
+	}
+	out[pending[0].ID] = raw
+	return out, nil
+}
+
+// exec is the state of one invocation's loop.
+type exec struct {
+	a            *Agent
+	r            *run
+	st           *State
+	pos          Position
+	steps        int
+	limit        int
+	usage        llm.Usage
+	tokenStream  bool
+	pendingTools map[string]*ToolResponse
+}
+
+func (ex *exec) loop(ctx context.Context) (*Result, error) {
+	a := ex.a
+	n := len(a.cfg.Middleware)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		switch ex.pos.Phase {
+		case PhaseBeforeAgent, PhaseBeforeModel, PhaseAfterModel, PhaseAfterAgent:
+			phase := ex.pos.Phase
+			jump, done, res, err := ex.hooks(ctx, phase, n)
+			if err != nil || res != nil {
+				return res, err
+			}
+			if !done {
+				continue
+			}
+			ex.pos = ex.route(phase, jump)
+		case PhaseModel:
+			res, err := ex.model(ctx)
+			if err != nil || res != nil {
+				return res, err
+			}
+			ex.pos = Position{Phase: PhaseAfterModel}
+		case PhaseTools:
+			res, err := ex.toolStep(ctx)
+			if err != nil || res != nil {
+				return res, err
+			}
+			ex.pos = Position{Phase: PhaseBeforeModel}
+			if ex.structuredDone() {
+				ex.pos = Position{Phase: PhaseAfterAgent}
+			}
+		case PhaseDone:
+			if err := ex.save(ctx, nil, nil); err != nil {
+				return nil, err
+			}
+			return &Result{State: ex.st.Public(a.private), Steps: ex.steps, Usage: ex.usage}, nil
+		default:
+			return nil, fmt.Errorf("agent: unknown phase %q in checkpoint", ex.pos.Phase)
+		}
+	}
+}
+
+// route decides where the loop goes after a chain of hooks.
+func (ex *exec) route(phase Phase, jump Jump) Position {
+	switch phase {
+	case PhaseBeforeAgent:
+		if jump == JumpEnd {
+			return Position{Phase: PhaseAfterAgent}
+		}
+		return Position{Phase: PhaseBeforeModel}
+	case PhaseBeforeModel:
+		switch jump {
+		case JumpEnd:
+			return Position{Phase: PhaseAfterAgent}
+		case JumpTools:
+			return Position{Phase: PhaseTools}
+		}
+		return Position{Phase: PhaseModel}
+	case PhaseAfterModel:
+		switch jump {
+		case JumpEnd:
+			return Position{Phase: PhaseAfterAgent}
+		case JumpModel:
+			return Position{Phase: PhaseBeforeModel}
+		case JumpTools:
+			return Position{Phase: PhaseTools}
+		}
+		if ex.structuredDone() {
+			return Position{Phase: PhaseAfterAgent}
+		}
+		if ex.structuredRetry() {
+			return Position{Phase: PhaseBeforeModel}
+		}
+		last, calls := ex.pendingCalls()
+		if len(calls) > 0 {
+			return Position{Phase: PhaseTools}
+		}
+		if last != nil && len(last.ToolCalls) > 0 {
+			// Every call was answered already (e.g. rejected by a human):
+			// let the model see the answers.
+			return Position{Phase: PhaseBeforeModel}
+		}
+		return Position{Phase: PhaseAfterAgent}
+	default: // PhaseAfterAgent
+		if jump == JumpModel {
+			return Position{Phase: PhaseBeforeModel}
+		}
+		return Position{Phase: PhaseDone}
+	}
+}
+
+// hooks runs one phase's hook chain from ex.pos.Index. It returns done=true
+// when the chain finished or jumped.
+func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done bool, res *Result, err error) {
+	mws := ex.a.cfg.Middleware
+	for k := ex.pos.Index; k < n; k++ {
+		i := k
+		if phase == PhaseAfterModel || phase == PhaseAfterAgent {
+			i = n - 1 - k
+		}
+		mw := mws[i]
+		var fn func(context.Context, *State) (*Update, error)
+		switch phase {
+		case PhaseBeforeAgent:
+			fn = mw.BeforeAgent
+		case PhaseBeforeModel:
+			fn = mw.BeforeModel
+		case PhaseAfterModel:
+			fn = mw.AfterModel
+		default:
+			fn = mw.AfterAgent
+		}
+		node := string(phase) + ":" + mw.Name()
+		u, herr := fn(withSlot(ctx, node), ex.st)
+		if herr != nil {
+			ex.pos.Index = k
+			if res, err := ex.interrupted(ctx, herr, nil); res != nil || err != nil {
+				return "", false, res, err
+			}
+			return "", false, nil, fmt.Errorf("agent: %s: %w", node, herr)
+		}
+		if !u.IsEmpty() {
+			st, aerr := apply(ex.st, u, ex.a.keys)
+			if aerr != nil {
+				return "", false, nil, fmt.Errorf("agent: %s: %w", node, aerr)
+			}
+			ex.st = st
+			ex.r.emit(Event{Type: EventUpdate, Agent: ex.r.path, Step: ex.steps, Node: node, Update: u})
+			if u.JumpTo != JumpNone {
+				return u.JumpTo, true, nil, nil
+			}
+		}
+	}
+	return JumpNone, true, nil, nil
+}
+
+// interrupted turns an *InterruptError into a saved checkpoint and a paused
+// result. It returns nils when err is not an interrupt.
+func (ex *exec) interrupted(ctx context.Context, err error, done map[string]*ToolResponse, more ...PendingInterrupt) (*Result, error) {
+	var ie *InterruptError
+	if !errors.As(err, &ie) && len(more) == 0 {
+		return nil, nil
+	}
+	var ints []PendingInterrupt
+	if ie != nil {
+		ints = append(ints, PendingInterrupt{ID: ie.ID, Value: ie.Value})
+	}
+	ints = append(ints, more...)
+	if ex.r.thread == "" || ex.a.cfg.Checkpointer == nil {
+		return nil, ErrNoCheckpointer
+	}
+	if serr := ex.save(ctx, ints, done); serr != nil {
+		return nil, serr
+	}
+	ex.r.emit(Event{Type: EventInterrupt, Agent: ex.r.path, Step: ex.steps, Interrupts: ints})
+	return &Result{State: ex.st.Public(ex.a.private), Interrupts: ints, Steps: ex.steps, Usage: ex.usage}, nil
+}
+
+func (ex *exec) save(ctx context.Context, ints []PendingInterrupt, done map[string]*ToolResponse) error {
+	if ex.r.thread == "" || ex.a.cfg.Checkpointer == nil {
+		return nil
+	}
+	cp := &Checkpoint{State: ex.st, Next: ex.pos, Steps: ex.steps, Interrupts: ints, ToolResults: done}
+	if err := ex.a.cfg.Checkpointer.Put(ctx, ex.r.thread, cp); err != nil {
+		return fmt.Errorf("agent: save thread %s: %w", ex.r.thread, err)
+	}
+	return nil
+}
+
+func (ex *exec) step() error {
+	if ex.steps >= ex.limit {
+		return &RecursionLimitError{Limit: ex.limit}
+	}
+	ex.steps++
+	ex.r.step.Store(int64(ex.steps))
+	return nil
+}
+
+// model performs one model step.
+func (ex *exec) model(ctx context.Context) (*Result, error) {
+	if err := ex.step(); err != nil {
+		return nil, err
+	}
+	a := ex.a
+	ex.r.emit(Event{Type: EventModelStart, Agent: ex.r.path, Step: ex.steps})
+	req := &ModelRequest{
+		Request: llm.Request{
+			System:      a.cfg.System,
+			Messages:    ex.st.Messages,
+			Tools:       a.specs,
+			MaxTokens:   a.cfg.MaxTokens,
+			Temperature: a.cfg.Temperature,
+			Seed:        a.cfg.Seed,
+		},
+		Model: a.cfg.Model,
+		State: ex.st,
+	}
+	handler := ex.modelChain()
+	resp, err := handler(withSlot(ctx, "model"), req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		ex.pos = Position{Phase: PhaseModel}
+		ex.steps--
+		ex.r.step.Store(int64(ex.steps))
+		if res, ierr := ex.interrupted(ctx, err, nil); res != nil || ierr != nil {
+			return res, ierr
+		}
+		ex.steps++
+		return nil, fmt.Errorf("agent: model call: %w", err)
+	}
+	if resp == nil || resp.Response == nil {
+		return nil, errors.New("agent: model call returned no response")
+	}
+	msg := resp.Response.Message
+	msg.Role = llm.RoleAssistant
+	if msg.Usage == nil && !resp.Response.Usage.IsZero() {
+		u := resp.Response.Usage
+		msg.Usage = &u
+	}
+	ex.usage.Add(resp.Response.Usage)
+	// The wrapper's update (e.g. a summarization event) lands before the
+	// new message; jumps belong to hooks, not to model wrappers.
+	u := resp.Update.Merge(&Update{Messages: []llm.Message{msg}}).Merge(ex.structuredAnswer(msg))
+	u.JumpTo = JumpNone
+	st, err := apply(ex.st, u, a.keys)
+	if err != nil {
+		return nil, fmt.Errorf("agent: model step: %w", err)
+	}
+	ex.st = st
+	final := *resp.Response
+	if m, ok := ex.st.LastAssistant(); ok {
+		final.Message = m
+	}
+	ex.r.emit(Event{Type: EventModelEnd, Agent: ex.r.path, Step: ex.steps, Response: &final})
+	return nil, ex.save(ctx, nil, nil)
+}
+
+func (ex *exec) modelChain() ModelHandler {
+	a := ex.a
+	h := ModelHandler(ex.callModel)
+	mws := a.cfg.Middleware
+	for i := len(mws) - 1; i >= 0; i-- {
+		mw, next := mws[i], h
+		h = func(ctx context.Context, req *ModelRequest) (*ModelResponse, error) {
+			return mw.WrapModelCall(ctx, req, next)
+		}
+	}
+	return h
+}
+
+// callModel is the innermost model handler: it adds the structured output
+// contract and calls the model.
+func (ex *exec) callModel(ctx context.Context, mr *ModelRequest) (*ModelResponse, error) {
+	req := mr.Request
+	if f := ex.a.format; f != nil {
+		if f.Strategy == StrategyTool {
+			req.Tools = append(slices.Clip(req.Tools), ex.a.formatTS)
+		} else {
+			req.ResponseFormat = &llm.ResponseFormat{Name: f.Name, Description: f.Description, Schema: ex.a.schema.JSON(), Strict: true}
+		}
+	}
+	model := mr.Model
+	if model == nil {
+		model = ex.a.cfg.Model
+	}
+	if sm, ok := model.(llm.StreamingModel); ok && ex.tokenStream {
+		var final *llm.Response
+		for chunk, err := range sm.Stream(ctx, &req) {
+			if err != nil {
+				return nil, err
+			}
+			c := chunk
+			ex.r.emit(Event{Type: EventModelChunk, Agent: ex.r.path, Step: ex.steps, Chunk: &c})
+			if chunk.Response != nil {
+				final = chunk.Response
+			}
+		}
+		if final == nil {
+			return nil, errors.New("stream ended without a final response")
+		}
+		return &ModelResponse{Response: final}, nil
+	}
+	resp, err := model.Generate(ctx, &req)
+	if err != nil {
+		return nil, err
+	}
+	return &ModelResponse{Response: resp}, nil
+}
+
+// pendingCalls returns the last assistant message and its tool calls that have
+// no tool message yet.
+func (ex *exec) pendingCalls() (*llm.Message, []llm.ToolCall) {
+	msgs := ex.st.Messages
+	idx := -1
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil, nil
+	}
+	last := &msgs[idx]
+	answered := map[string]bool{}
+	for _, m := range msgs[idx+1:] {
+		if m.Role == llm.RoleTool {
+			answered[m.ToolCallID] = true
+		}
+	}
+	var pending []llm.ToolCall
+	for _, tc := range last.ToolCalls {
+		if !answered[tc.ID] {
+			pending = append(pending, tc)
+		}
+	}
+	return last, pending
+}
+
+// toolStep runs the pending tool calls, concurrently when there are several,
+// and applies their results in call order.
+func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
+	_, calls := ex.pendingCalls()
+	if len(calls) == 0 {
+		return nil, nil
+	}
+	if err := ex.step(); err != nil {
+		return nil, err
+	}
+	for i := range calls {
+		ex.r.emit(Event{Type: EventToolStart, Agent: ex.r.path, Step: ex.steps, ToolCall: &calls[i]})
+	}
+	type outcome struct {
+		resp   *ToolResponse
+		err    error
+		events []Event
+	}
+	outs := make([]outcome, len(calls))
+	runOne := func(i int) {
+		call := calls[i]
+		if prev, ok := ex.pendingTools[call.ID]; ok {
+			outs[i] = outcome{resp: prev}
+			return
+		}
+		tr := &toolRun{call: call, base: ex.st, keys: ex.a.keys}
+		tctx := context.WithValue(withSlot(ctx, "tools:"+call.ID), toolKey{}, tr)
+		resp, err := ex.callTool(tctx, tr, call)
+		tr.mu.Lock()
+		outs[i] = outcome{resp: resp, err: err, events: tr.events}
+		tr.mu.Unlock()
+	}
+	if len(calls) == 1 {
+		runOne(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() { runOne(i) })
+		}
+		wg.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var ints []PendingInterrupt
+	done := map[string]*ToolResponse{}
+	for i, o := range outs {
+		var ie *InterruptError
+		if errors.As(o.err, &ie) {
+			ints = append(ints, PendingInterrupt{ID: ie.ID, Value: ie.Value})
+			continue
+		}
+		if o.err != nil {
+			return nil, fmt.Errorf("agent: tool %s: %w", calls[i].Name, o.err)
+		}
+		done[calls[i].ID] = o.resp
+	}
+	if len(ints) > 0 {
+		for _, o := range outs {
+			for _, ev := range o.events {
+				ex.r.emit(ev)
+			}
+		}
+		ex.pos = Position{Phase: PhaseTools}
+		ex.steps--
+		ex.r.step.Store(int64(ex.steps))
+		return ex.interrupted(ctx, nil, done, ints...)
+	}
+	for i, o := range outs {
+		for _, ev := range o.events {
+			ex.r.emit(ev)
+		}
+		u := o.resp.Update.Merge(&Update{Messages: []llm.Message{o.resp.Message}})
+		u.JumpTo = JumpNone
+		st, err := apply(ex.st, u, ex.a.keys)
+		if err != nil {
+			return nil, fmt.Errorf("agent: tool %s: %w", calls[i].Name, err)
+		}
+		ex.st = st
+		msg := ex.st.Messages[len(ex.st.Messages)-1]
+		ex.r.emit(Event{Type: EventToolEnd, Agent: ex.r.path, Step: ex.steps, ToolCall: &calls[i], ToolResult: &msg})
+	}
+	ex.pendingTools = nil
+	return nil, ex.save(ctx, nil, nil)
+}
+
+func (ex *exec) callTool(ctx context.Context, tr *toolRun, call llm.ToolCall) (*ToolResponse, error) {
+	h := ToolHandler(func(ctx context.Context, req *ToolRequest) (*ToolResponse, error) {
+		return ex.execute(ctx, tr, req)
+	})
+	mws := ex.a.cfg.Middleware
+	for i := len(mws) - 1; i >= 0; i-- {
+		mw, next := mws[i], h
+		h = func(ctx context.Context, req *ToolRequest) (*ToolResponse, error) {
+			return mw.WrapToolCall(ctx, req, next)
+		}
+	}
+	return h(ctx, &ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st})
+}
+
+// execute is the innermost tool handler.
+func (ex *exec) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (resp *ToolResponse, err error) {
+	call := req.Call
+	msg := func(res tool.Result) *ToolResponse {
+		m := llm.Message{Role: llm.RoleTool, Name: call.Name, ToolCallID: call.ID, Content: res.Content, IsError: res.IsError, Artifact: res.Artifact}
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		var u *Update
+		for _, x := range tr.updates {
+			u = u.Merge(x)
+		}
+		return &ToolResponse{Message: m, Update: u}
+	}
+	if req.Tool == nil {
+		return msg(tool.Errorf("Error: tool %q does not exist. Available tools: %s.", call.Name, strings.Join(ex.availableTools(), ", "))), nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = msg(tool.Errorf("Error: tool %s crashed: %v\n%s", call.Name, p, firstFrames(debug.Stack()))), nil
+		}
+	}()
+	res, cerr := req.Tool.Call(ctx, call.Args)
+	if cerr != nil {
+		var ie *InterruptError
+		if errors.As(cerr, &ie) {
+			return nil, cerr
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return msg(tool.Errorf("Error: %v", cerr)), nil
+	}
+	return msg(res), nil
+}
+
+func (ex *exec) availableTools() []string {
+	names := make([]string, 0, len(ex.a.specs))
+	for _, s := range ex.a.specs {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+func firstFrames(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	if len(lines) > 12 {
+		lines = lines[:12]
+	}
+	return strings.Join(lines, "\n")
+}

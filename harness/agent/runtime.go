@@ -1,0 +1,227 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// run is the per-invocation context shared by hooks and tools.
+type run struct {
+	thread  string
+	emitter func(Event)
+	clock   func() time.Time
+	config  map[string]any
+	resume  map[string]json.RawMessage // interrupt id → resume value
+	path    string                     // agent path for events, e.g. "main/task:researcher"
+	cp      Checkpointer
+	step    atomic.Int64 // steps taken so far, stamped on custom events
+}
+
+type runKey struct{}
+
+// slot identifies the hook or tool call that is currently executing, so an
+// interrupt raised there can be matched to its resume value.
+type slot struct {
+	id    string
+	count int
+	mu    sync.Mutex
+}
+
+type slotKey struct{}
+
+// toolRun is the per-tool-call context.
+type toolRun struct {
+	call    llm.ToolCall
+	base    *State
+	keys    map[string]StateKey
+	mu      sync.Mutex
+	updates []*Update
+	view    *State
+	events  []Event
+}
+
+type toolKey struct{}
+
+func runFrom(ctx context.Context) *run {
+	r, _ := ctx.Value(runKey{}).(*run)
+	return r
+}
+
+// ThreadID returns the thread of the current run, or "" outside a run or without a thread.
+func ThreadID(ctx context.Context) string {
+	if r := runFrom(ctx); r != nil {
+		return r.thread
+	}
+	return ""
+}
+
+// AgentPath names the agent that is running, e.g. "main" or "main/task:researcher".
+func AgentPath(ctx context.Context) string {
+	if r := runFrom(ctx); r != nil {
+		return r.path
+	}
+	return ""
+}
+
+// Now returns the run's clock time (time.Now unless the run set a clock), so
+// that replayed runs can stamp files deterministically.
+func Now(ctx context.Context) time.Time {
+	if r := runFrom(ctx); r != nil && r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
+}
+
+// Configurable returns a per-run configuration value set with WithConfig.
+func Configurable(ctx context.Context, key string) (any, bool) {
+	if r := runFrom(ctx); r != nil {
+		v, ok := r.config[key]
+		return v, ok
+	}
+	return nil, false
+}
+
+// CheckpointerFrom returns the checkpointer of the current run, which nested
+// agents (subagents) use to persist their own threads.
+func CheckpointerFrom(ctx context.Context) Checkpointer {
+	if r := runFrom(ctx); r != nil {
+		return r.cp
+	}
+	return nil
+}
+
+// Emit sends a custom event to the run's stream. Inside a tool call the event
+// is buffered and delivered in tool-call order, so the stream stays
+// deterministic when tools run in parallel.
+func Emit(ctx context.Context, name string, payload any) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		raw, _ = json.Marshal(fmt.Sprintf("unencodable event payload: %v", err))
+	}
+	EmitEvent(ctx, Event{Type: EventCustom, Name: name, Payload: raw})
+}
+
+// EmitEvent sends an event to the run's stream, filling in the agent path when
+// empty. Nested agents use it to forward their events to the parent stream.
+func EmitEvent(ctx context.Context, ev Event) {
+	r := runFrom(ctx)
+	if r == nil {
+		return
+	}
+	if ev.Agent == "" {
+		ev.Agent = r.path
+	}
+	if ev.Step == 0 && ev.Agent == r.path {
+		ev.Step = int(r.step.Load())
+	}
+	if tr, ok := ctx.Value(toolKey{}).(*toolRun); ok && tr != nil {
+		tr.mu.Lock()
+		tr.events = append(tr.events, ev)
+		tr.mu.Unlock()
+		return
+	}
+	r.emit(ev)
+}
+
+func (r *run) emit(ev Event) {
+	if r.emitter != nil {
+		r.emitter(ev)
+	}
+}
+
+// ToolCall returns the tool call being executed, inside a tool.
+func ToolCall(ctx context.Context) (llm.ToolCall, bool) {
+	if tr, ok := ctx.Value(toolKey{}).(*toolRun); ok && tr != nil {
+		return tr.call, true
+	}
+	return llm.ToolCall{}, false
+}
+
+// ToolState returns the state as a tool sees it: the state at the start of the
+// tool step plus every update this tool call has made so far (read your own
+// writes). Outside a tool call it returns nil.
+func ToolState(ctx context.Context) *State {
+	tr, ok := ctx.Value(toolKey{}).(*toolRun)
+	if !ok || tr == nil {
+		return nil
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.view == nil {
+		v := tr.base
+		for _, u := range tr.updates {
+			if nv, err := apply(v, u, tr.keys); err == nil {
+				v = nv
+			}
+		}
+		tr.view = v
+	}
+	return tr.view
+}
+
+// ErrNoToolCall is returned by UpdateState outside a tool call.
+var ErrNoToolCall = errors.New("agent: state updates from tools are only possible inside a tool call")
+
+// UpdateState records a state change made by the running tool (for example a
+// file written to the State backend). Updates are applied after the tool
+// returns, in tool-call order.
+func UpdateState(ctx context.Context, u *Update) error {
+	tr, ok := ctx.Value(toolKey{}).(*toolRun)
+	if !ok || tr == nil {
+		return ErrNoToolCall
+	}
+	if u.IsEmpty() {
+		return nil
+	}
+	tr.mu.Lock()
+	tr.updates = append(tr.updates, u)
+	tr.view = nil
+	tr.mu.Unlock()
+	return nil
+}
+
+// InterruptError is returned by Interrupt when the run must pause. Hooks and
+// tools return it unchanged; the runtime saves a checkpoint and hands the
+// payload to the caller.
+type InterruptError struct {
+	ID    string
+	Value json.RawMessage
+}
+
+func (e *InterruptError) Error() string { return "agent: interrupted at " + e.ID }
+
+// Interrupt pauses the run with payload for a human (or the caller) to answer.
+// The first time, it returns an *InterruptError that the hook or tool must
+// return. When the caller resumes the thread, the same hook or tool runs again
+// and Interrupt returns the caller's answer instead.
+func Interrupt(ctx context.Context, payload any) (json.RawMessage, error) {
+	r := runFrom(ctx)
+	sl, _ := ctx.Value(slotKey{}).(*slot)
+	if r == nil || sl == nil {
+		return nil, errors.New("agent: Interrupt called outside a running hook or tool")
+	}
+	sl.mu.Lock()
+	id := sl.id + "#" + strconv.Itoa(sl.count)
+	sl.count++
+	sl.mu.Unlock()
+	if v, ok := r.resume[id]; ok {
+		return v, nil
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, fmt.Errorf("agent: interrupt payload: %w", err)
+	}
+	return nil, &InterruptError{ID: id, Value: raw}
+}
+
+func withSlot(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, slotKey{}, &slot{id: id})
+}

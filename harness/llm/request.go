@@ -1,0 +1,173 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+)
+
+// ToolSpec is a tool as the model sees it.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Parameters is the JSON Schema of the arguments object.
+	Parameters   json.RawMessage `json:"parameters"`
+	CacheControl *CacheControl   `json:"cache_control,omitempty"`
+}
+
+// ToolChoiceMode says whether and how the model must call tools.
+type ToolChoiceMode string
+
+// Tool choice modes.
+const (
+	ToolChoiceAuto ToolChoiceMode = "auto" // model decides
+	ToolChoiceAny  ToolChoiceMode = "any"  // model must call some tool
+	ToolChoiceNone ToolChoiceMode = "none" // model must not call tools
+	ToolChoiceTool ToolChoiceMode = "tool" // model must call the named tool
+)
+
+// ToolChoice constrains tool use for one call.
+type ToolChoice struct {
+	Mode ToolChoiceMode `json:"mode"`
+	Name string         `json:"name,omitempty"`
+}
+
+// ResponseFormat asks for a final answer that is a JSON value matching Schema.
+type ResponseFormat struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      bool            `json:"strict,omitempty"`
+}
+
+// Thinking enables extended thinking with a token budget.
+type Thinking struct {
+	BudgetTokens int `json:"budget_tokens"`
+}
+
+// Request is everything a model call needs.
+type Request struct {
+	System         []Block         `json:"system,omitempty"`
+	Messages       []Message       `json:"messages"`
+	Tools          []ToolSpec      `json:"tools,omitempty"`
+	ToolChoice     *ToolChoice     `json:"tool_choice,omitempty"`
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
+
+	MaxTokens     int       `json:"max_tokens,omitempty"`
+	Temperature   *float64  `json:"temperature,omitempty"`
+	TopP          *float64  `json:"top_p,omitempty"`
+	Seed          *int64    `json:"seed,omitempty"`
+	StopSequences []string  `json:"stop_sequences,omitempty"`
+	Thinking      *Thinking `json:"thinking,omitempty"`
+}
+
+// SystemText concatenates the text of the system blocks. Blocks are joined
+// without a separator because each appended fragment carries its own leading
+// blank line (see agent.AppendSystemText).
+func (r *Request) SystemText() string { return ConcatText(r.System) }
+
+// StopReason says why the model stopped generating.
+type StopReason string
+
+// Normalised stop reasons.
+const (
+	StopEndTurn       StopReason = "end_turn"
+	StopToolUse       StopReason = "tool_use"
+	StopMaxTokens     StopReason = "max_tokens"
+	StopSequence      StopReason = "stop_sequence"
+	StopRefusal       StopReason = "refusal"
+	StopContentFilter StopReason = "content_filter"
+	StopPauseTurn     StopReason = "pause_turn"
+)
+
+// Usage counts tokens of one or more model calls. InputTokens excludes cache reads and writes.
+type Usage struct {
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+}
+
+// Add accumulates o into u.
+func (u *Usage) Add(o Usage) {
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
+}
+
+// Total is every token billed: input, output and cache traffic.
+func (u Usage) Total() int {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// IsZero reports whether nothing was counted.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Response is the result of one model call.
+type Response struct {
+	Message    Message    `json:"message"`
+	StopReason StopReason `json:"stop_reason,omitempty"`
+	Usage      Usage      `json:"usage"`
+	Model      string     `json:"model,omitempty"`
+}
+
+// ChatModel generates the next assistant message.
+type ChatModel interface {
+	Generate(ctx context.Context, req *Request) (*Response, error)
+}
+
+// StreamingModel is a ChatModel that can also deliver its answer incrementally.
+// The final chunk carries the assembled Response, equal to what Generate returns.
+type StreamingModel interface {
+	ChatModel
+	Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error]
+}
+
+// Chunk is one increment of a streamed response.
+type Chunk struct {
+	TextDelta     string         `json:"text_delta,omitempty"`
+	ThinkingDelta string         `json:"thinking_delta,omitempty"`
+	ToolCallDelta *ToolCallDelta `json:"tool_call_delta,omitempty"`
+	// Response is set on the last chunk only.
+	Response *Response `json:"response,omitempty"`
+}
+
+// ToolCallDelta is a fragment of a tool call being streamed.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	ArgsDelta string `json:"args_delta,omitempty"`
+}
+
+// Identity names a model for profile lookup: provider ("anthropic") and model id ("claude-sonnet-4-6").
+type Identity struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// String renders the identity as a provider:model spec, or the bare part that is known.
+func (id Identity) String() string {
+	switch {
+	case id.Provider != "" && id.Model != "":
+		return id.Provider + ":" + id.Model
+	case id.Model != "":
+		return id.Model
+	default:
+		return id.Provider
+	}
+}
+
+// Identified is implemented by models that know their provider and model id.
+type Identified interface {
+	Identity() Identity
+}
+
+// IdentityOf returns the model's identity, or false if it does not say.
+func IdentityOf(m ChatModel) (Identity, bool) {
+	if im, ok := m.(Identified); ok {
+		return im.Identity(), true
+	}
+	return Identity{}, false
+}

@@ -1,0 +1,2 @@
+// Package layering holds the test that keeps package imports in the order DESIGN.md sets.
+package layering

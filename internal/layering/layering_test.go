@@ -1,0 +1,132 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/dageval/dageval"
+
+// allowed maps a package (or a prefix ending in "/") to the module packages it
+// may import. The order mirrors DESIGN.md: llm ← tool ← agent ←
+// backend/middleware/profile ← harness ← fakes/rubrics ← evals ← reports ← cmd.
+var allowed = []struct {
+	pkg     string
+	imports []string
+}{
+	{"harness/llm", nil},
+	{"harness/tool", []string{"harness/llm"}},
+	{"harness/agent", []string{"harness/llm", "harness/tool"}},
+	{"harness/backend/", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend"}},
+	{"harness/backend", []string{"harness/llm", "harness/tool", "harness/agent"}},
+	{"harness/middleware/", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
+	{"harness/middleware", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend"}},
+	{"harness/profile", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
+	{"harness/provider/", []string{"harness/llm", "harness/provider"}},
+	{"harness/provider", []string{"harness/llm"}},
+	{"harness/", []string{"harness/"}},
+	{"harness", []string{"harness/"}},
+	{"fakes/", []string{"harness", "harness/", "fakes"}},
+	{"fakes", []string{"harness", "harness/"}},
+	{"rubrics", []string{"harness", "harness/"}},
+	{"evals/", []string{"harness", "harness/", "fakes", "fakes/", "rubrics", "evals"}},
+	{"evals", []string{"harness", "harness/", "fakes", "fakes/", "rubrics"}},
+	{"reports", []string{"harness", "harness/", "fakes", "fakes/", "rubrics", "evals", "evals/"}},
+	{"cmd/", []string{""}},
+	{"internal/", []string{""}},
+}
+
+// sdkPrefixes may only be imported under harness/provider/.
+var sdkPrefixes = []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func rule(rel string) ([]string, bool) {
+	for _, r := range allowed {
+		if rel == r.pkg || (strings.HasSuffix(r.pkg, "/") && strings.HasPrefix(rel, r.pkg)) {
+			return r.imports, true
+		}
+	}
+	return nil, false
+}
+
+func permitted(imp string, allow []string) bool {
+	for _, a := range allow {
+		if imp == a || (strings.HasSuffix(a, "/") && strings.HasPrefix(imp, a)) || a == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	checked := 0
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		allow, ok := rule(rel)
+		if !ok {
+			t.Errorf("package %s has no layering rule; add it to allowed", p.ImportPath)
+			continue
+		}
+		checked++
+		for _, imp := range p.Imports {
+			for _, sdk := range sdkPrefixes {
+				if strings.HasPrefix(imp, sdk) && !strings.HasPrefix(rel, "harness/provider/") {
+					t.Errorf("%s imports the provider SDK %s; only harness/provider/* may", rel, imp)
+				}
+			}
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			irel := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if !permitted(irel, allow) {
+				t.Errorf("%s imports %s, against the layering in DESIGN.md", rel, irel)
+			}
+		}
+	}
+	if checked < 4 {
+		t.Fatalf("only %d packages checked; go list output looks wrong", checked)
+	}
+}
+
+func TestRulesCatchViolations(t *testing.T) {
+	tests := []struct {
+		from, to string
+		ok       bool
+	}{
+		{"harness/agent", "harness/llm", true},
+		{"harness/llm", "harness/agent", false},
+		{"harness/agent", "harness/middleware", false},
+		{"harness/middleware", "harness/backend", true},
+		{"harness", "evals", false},
+		{"harness/profile", "fakes", false},
+		{"evals", "reports", false},
+		{"reports", "evals", true},
+		{"cmd/dageval", "reports", true},
+		{"harness/provider/anthropic", "harness/agent", false},
+	}
+	for _, tt := range tests {
+		allow, ok := rule(tt.from)
+		if !ok {
+			t.Fatalf("no rule for %s", tt.from)
+		}
+		if got := permitted(tt.to, allow); got != tt.ok {
+			t.Errorf("%s → %s permitted = %v, want %v", tt.from, tt.to, got, tt.ok)
+		}
+	}
+}
