@@ -67,11 +67,11 @@ func TestScriptedStream(t *testing.T) {
 
 func TestRuleModel(t *testing.T) {
 	m := fakes.NewRuleModel(
-		fakes.Rule{Name: "weather", When: fakes.LastUserContains("weather"), Reply: func(*llm.Request) (*llm.Response, error) {
-			return &llm.Response{Message: llm.Assistant("", fakes.Call("get_weather", `{"city":"Paris"}`))}, nil
-		}},
 		fakes.Rule{Name: "after tool", When: fakes.LastIsToolResult("get_weather"), Reply: func(*llm.Request) (*llm.Response, error) {
 			return &llm.Response{Message: llm.Assistant("sunny")}, nil
+		}},
+		fakes.Rule{Name: "weather", When: fakes.LastUserContains("weather"), Reply: func(*llm.Request) (*llm.Response, error) {
+			return &llm.Response{Message: llm.Assistant("", fakes.Call("get_weather", `{"city":"Paris"}`))}, nil
 		}},
 	)
 	r, err := m.Generate(t.Context(), &llm.Request{Messages: []llm.Message{llm.User("weather?")}})
