@@ -5,7 +5,7 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// Decision is a human's answer to one interrupted tool call.
+// DecisionType is the kind of a human's answer to one interrupted tool call.
 type DecisionType string
 
 // Decisions a reviewer may take on an interrupted tool call.
@@ -34,8 +34,9 @@ type InterruptOnConfig struct {
 }
 
 // InterruptOn maps tool names to their review configuration. A tool that is
-// absent is never interrupted. A nil config value is the same as `true`
-// (every decision allowed).
+// absent is never interrupted. A nil value is an explicit `false`: the tool is
+// not interrupted, which lets a subagent or the caller switch off an entry it
+// would otherwise inherit. `true` is an empty &InterruptOnConfig{}.
 type InterruptOn map[string]*InterruptOnConfig
 
 // MergeInterruptOn returns base overlaid with over: the caller's entry wins
