@@ -431,7 +431,8 @@ func TestRegisterPluginGlobal(t *testing.T) {
 }
 
 func TestRegistryConcurrentUse(t *testing.T) {
-	r := profile.NewRegistry(profile.WithPlugins())
+	quiet, _ := newLogger()
+	r := profile.NewRegistry(profile.WithPlugins(), profile.WithLogger(quiet))
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
