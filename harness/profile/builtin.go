@@ -44,17 +44,17 @@ const codexGuidance = "## Working autonomously\n\n" +
 	"When you keep a plan with `write_todos`, keep it true to the work: mark an item in_progress when you start it and completed as soon as it is done, " +
 	"drop items that no longer apply, add the ones you discover, and make sure the list matches what was actually done before you finish."
 
-// Built-in keys.
+// Keys of the built-in harness profiles.
 var (
-	claudeKeys       = []string{"anthropic:claude-sonnet-4-6", "anthropic:claude-haiku-4-5"}
-	claudeOpusKeys   = []string{"anthropic:claude-opus-4-7"}
-	codexKeys        = []string{"openai:gpt-5.1-codex", "openai:gpt-5.2-codex", "openai:gpt-5.3-codex"}
-	openAIProvider   = "openai"
-	openAIInitOpts   = map[string]any{"use_responses_api": true}
-	newTodoListExtra = func() []agent.Middleware {
-		return []agent.Middleware{middleware.NewTodoList(middleware.TodoListConfig{})}
-	}
+	claudeKeys     = []string{"anthropic:claude-sonnet-4-6", "anthropic:claude-haiku-4-5"}
+	claudeOpusKeys = []string{"anthropic:claude-opus-4-7"}
+	codexKeys      = []string{"openai:gpt-5.1-codex", "openai:gpt-5.2-codex", "openai:gpt-5.3-codex"}
 )
+
+// newTodoListExtra gives each stack of a Codex agent its own todo list.
+func newTodoListExtra() []agent.Middleware {
+	return []agent.Middleware{middleware.NewTodoList(middleware.TodoListConfig{})}
+}
 
 // LoadBuiltins registers the built-in profiles into r: the OpenAI provider
 // profile (Responses API on), the Claude Opus 4.7, Sonnet 4.6 and Haiku 4.5
@@ -63,7 +63,8 @@ var (
 // and a fresh TodoListMiddleware per stack). A new registry runs it on first
 // use unless WithBuiltins says otherwise.
 func LoadBuiltins(r *Registry) error {
-	if err := r.RegisterProvider(openAIProvider, NewProviderProfile(ProviderSpec{InitOptions: openAIInitOpts})); err != nil {
+	openAI := NewProviderProfile(ProviderSpec{InitOptions: map[string]any{"use_responses_api": true}})
+	if err := r.RegisterProvider("openai", openAI); err != nil {
 		return err
 	}
 	type entry struct {

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -145,11 +146,14 @@ func (m *ExclusionMatcher) Filter(stack []agent.Middleware) ([]agent.Middleware,
 	}
 	var byName map[string][]reflect.Type
 	var removed []string
+	logRemoved := slog.Default().Enabled(context.Background(), slog.LevelDebug)
 	for _, mw := range stack {
 		t := reflect.TypeOf(mw)
 		if slices.Contains(m.p.excludedTypes, t) {
 			m.matchedTypes[t] = true
-			removed = append(removed, mw.Name())
+			if logRemoved {
+				removed = append(removed, mw.Name())
+			}
 			continue
 		}
 		name := mw.Name()
@@ -161,7 +165,9 @@ func (m *ExclusionMatcher) Filter(stack []agent.Middleware) ([]agent.Middleware,
 			if !slices.Contains(byName[name], t) {
 				byName[name] = append(byName[name], t)
 			}
-			removed = append(removed, name)
+			if logRemoved {
+				removed = append(removed, name)
+			}
 			continue
 		}
 		out = append(out, mw)

@@ -411,8 +411,11 @@ func (r *Registry) HarnessForModel(model llm.ChatModel, spec string) (*HarnessPr
 type Plugin struct {
 	// Name identifies the plugin in logs and fixes the order plugins run in.
 	Name string
-	// Register adds the plugin's profiles. An error (or panic) is logged, and
-	// whatever the plugin registered is discarded; other plugins still run.
+	// Register adds the plugin's profiles to the registry it is given. It must
+	// not use Default() or the package-level Register functions: those wait
+	// for the very bootstrap the plugin is part of. An error (or panic) is
+	// logged, and whatever the plugin registered is discarded; other plugins
+	// still run.
 	Register func(*Registry) error
 }
 
