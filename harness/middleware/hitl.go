@@ -114,7 +114,9 @@ func NewHumanInTheLoop(cfg HumanInTheLoopConfig) *HumanInTheLoopMiddleware {
 func (*HumanInTheLoopMiddleware) Name() string { return HumanInTheLoopName }
 
 // InterruptOn returns a copy of the configuration.
-func (m *HumanInTheLoopMiddleware) InterruptOn() InterruptOn { return MergeInterruptOn(nil, m.interruptOn) }
+func (m *HumanInTheLoopMiddleware) InterruptOn() InterruptOn {
+	return MergeInterruptOn(nil, m.interruptOn)
+}
 
 // reviewed is one call awaiting review.
 type reviewed struct {

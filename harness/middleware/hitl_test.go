@@ -222,7 +222,9 @@ func TestHumanInTheLoopSeveralCalls(t *testing.T) {
 	on := middleware.InterruptOn{
 		"delete_file": {AllowedDecisions: []middleware.DecisionType{middleware.DecisionApprove, middleware.DecisionReject}, Description: "Deleting is permanent."},
 		"send_email": {
-			When:         func(call llm.ToolCall, _ *agent.State) bool { return !strings.Contains(string(call.Args), "@example.com") },
+			When: func(call llm.ToolCall, _ *agent.State) bool {
+				return !strings.Contains(string(call.Args), "@example.com")
+			},
 			DescribeFunc: func(call llm.ToolCall, _ *agent.State) string { return "external mail" },
 		},
 		"read_file": nil, // explicit false
