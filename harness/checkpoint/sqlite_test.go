@@ -237,3 +237,24 @@ func TestConcurrentRuns(t *testing.T) {
 		assert.Len(t, got.State.Files, 5+i)
 	}
 }
+
+// Storage per step stays flat from 10 to 200 steps (linear growth) and a
+// 200-step run fits the 2 MiB budget. Sizes are deterministic: the run is
+// scripted and clocked.
+func TestStorageGrowsLinearly(t *testing.T) {
+	perStep := map[int]float64{}
+	for _, steps := range []int{10, 50, 200} {
+		path := filepath.Join(t.TempDir(), "cp.db")
+		cp, err := checkpoint.OpenSQLite(path, checkpoint.SQLiteConfig{})
+		require.NoError(t, err)
+		runWriter(t, cp, steps, "t")
+		require.NoError(t, cp.Close())
+		file, rows := sqliteSizes(t, path)
+		perStep[steps] = float64(rows) / float64(steps)
+		if steps == 200 {
+			assert.Less(t, file, int64(2<<20), "file size after 200 steps")
+		}
+	}
+	assert.InDelta(t, perStep[10], perStep[200], perStep[10]*0.1, "bytes per step: %v", perStep)
+	assert.InDelta(t, perStep[10], perStep[50], perStep[10]*0.1, "bytes per step: %v", perStep)
+}
