@@ -107,7 +107,11 @@ func scenarioMiddleware(scenario string) []agent.Middleware {
 	if scenario != "hitl" {
 		return nil
 	}
-	return []agent.Middleware{middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{InterruptOn: middleware.InterruptOn{"write_file": {}}})}
+	m, err := middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{InterruptOn: middleware.InterruptOn{"write_file": {}}})
+	if err != nil {
+		panic(err)
+	}
+	return []agent.Middleware{m}
 }
 
 // TestResumeInNewProcess starts a run in a child process, which pauses and

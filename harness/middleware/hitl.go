@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -101,13 +103,27 @@ type HumanInTheLoopMiddleware struct {
 	prefix      string
 }
 
-// NewHumanInTheLoop returns the middleware for cfg. The map is copied.
-func NewHumanInTheLoop(cfg HumanInTheLoopConfig) *HumanInTheLoopMiddleware {
+// NewHumanInTheLoop returns the middleware for cfg; the map is copied. It
+// fails on an entry without a tool name or with an unknown decision type, so
+// that a typo surfaces before a reviewer meets it.
+func NewHumanInTheLoop(cfg HumanInTheLoopConfig) (*HumanInTheLoopMiddleware, error) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.InterruptOn)) {
+		if name == "" {
+			return nil, errors.New("interrupt_on: an entry has an empty tool name")
+		}
+		if c := cfg.InterruptOn[name]; c != nil {
+			for _, d := range c.AllowedDecisions {
+				if !slices.Contains(AllDecisions, d) {
+					return nil, fmt.Errorf("interrupt_on[%s].allowed_decisions: unknown decision %q; use %s", name, d, joinDecisions(AllDecisions))
+				}
+			}
+		}
+	}
 	m := &HumanInTheLoopMiddleware{interruptOn: MergeInterruptOn(nil, cfg.InterruptOn), prefix: cfg.DescriptionPrefix}
 	if m.prefix == "" {
 		m.prefix = DefaultApprovalPrefix
 	}
-	return m
+	return m, nil
 }
 
 // Name implements agent.Middleware.

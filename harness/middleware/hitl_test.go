@@ -85,12 +85,19 @@ func transcript(msgs []llm.Message) []string {
 	return out
 }
 
+func hitl(t *testing.T, on middleware.InterruptOn) *middleware.HumanInTheLoopMiddleware {
+	t.Helper()
+	m, err := middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{InterruptOn: on})
+	require.NoError(t, err)
+	return m
+}
+
 func newHITLAgent(t *testing.T, model llm.ChatModel, log *toolLog, on middleware.InterruptOn) *agent.Agent {
 	t.Helper()
 	a, err := agent.New(agent.Config{
 		Model:        model,
 		Tools:        officeTools(log),
-		Middleware:   []agent.Middleware{middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{InterruptOn: on})},
+		Middleware:   []agent.Middleware{hitl(t, on)},
 		Checkpointer: agent.NewMemoryCheckpointer(),
 	})
 	require.NoError(t, err)
@@ -303,5 +310,28 @@ func TestHumanInTheLoopNoReviewNeeded(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Interrupted())
 	assert.Equal(t, []string{"read_file /a"}, log.all())
-	assert.Equal(t, "HumanInTheLoopMiddleware", middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{}).Name())
+	assert.Equal(t, "HumanInTheLoopMiddleware", hitl(t, nil).Name())
+}
+
+func TestHumanInTheLoopConfigErrors(t *testing.T) {
+	_, err := middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{InterruptOn: middleware.InterruptOn{
+		"write_file": {AllowedDecisions: []middleware.DecisionType{"approve", "aprove"}},
+	}})
+	require.EqualError(t, err, `interrupt_on[write_file].allowed_decisions: unknown decision "aprove"; use approve, edit, reject, respond`)
+	_, err = middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{InterruptOn: middleware.InterruptOn{"": {}}})
+	require.EqualError(t, err, "interrupt_on: an entry has an empty tool name")
+}
+
+// Pausing needs somewhere to keep the thread.
+func TestHumanInTheLoopNeedsCheckpointer(t *testing.T) {
+	log := &toolLog{}
+	a, err := agent.New(agent.Config{
+		Model:      fakes.NewScripted(fakes.Calls("", fakes.Call("send_email", `{"to":"a","body":"b"}`))),
+		Tools:      officeTools(log),
+		Middleware: []agent.Middleware{hitl(t, middleware.InterruptOn{"send_email": {}})},
+	})
+	require.NoError(t, err)
+	_, err = a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("go")}})
+	require.ErrorIs(t, err, agent.ErrNoCheckpointer)
+	assert.Empty(t, log.all())
 }

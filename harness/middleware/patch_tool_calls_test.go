@@ -125,7 +125,7 @@ func controlAgent(t *testing.T, model llm.ChatModel, log *toolLog) *agent.Agent 
 		Tools: officeTools(log),
 		Middleware: []agent.Middleware{
 			middleware.NewPatchToolCalls(),
-			middleware.NewHumanInTheLoop(middleware.HumanInTheLoopConfig{InterruptOn: middleware.InterruptOn{"send_email": {}}}),
+			hitl(t, middleware.InterruptOn{"send_email": {}}),
 		},
 		Checkpointer: agent.NewMemoryCheckpointer(),
 	})
