@@ -33,7 +33,7 @@ type HITLRequest struct {
 type ActionRequest struct {
 	Name        string          `json:"name"`
 	Args        json.RawMessage `json:"args"`
-	Description string          `json:"description,omitempty"`
+	Description string          `json:"description"`
 }
 
 // ReviewConfig says which decisions the reviewer may take on the action of

@@ -16,7 +16,7 @@ const PatchToolCallsName = "PatchToolCallsMiddleware"
 // id — typically because the caller abandoned an interrupted run and sent a
 // new message. Providers reject a history with unanswered calls, so a
 // synthetic tool message is inserted right after the assistant message that
-// made each such call.
+// made each such call (after the results that message already has).
 //
 // The malformed-arguments variant is marked as an error result (Deep Agents
 // marks neither as an error) because the model has to redo that call; a
@@ -64,10 +64,18 @@ func (*PatchToolCallsMiddleware) BeforeAgent(_ context.Context, s *agent.State) 
 		return nil, nil
 	}
 	out := make([]llm.Message, 0, len(s.Messages)+1)
-	for _, m := range s.Messages {
+	msgs := s.Messages
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
 		out = append(out, m)
 		if m.Role != llm.RoleAssistant {
 			continue
+		}
+		// Keep the results this message already has first, so the answers
+		// to one message stay together and in the order they arrived.
+		for i+1 < len(msgs) && msgs[i+1].Role == llm.RoleTool {
+			i++
+			out = append(out, msgs[i])
 		}
 		for _, tc := range m.ToolCalls {
 			if tc.ID != "" && !answered[tc.ID] {

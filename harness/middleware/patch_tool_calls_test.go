@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/harness/tool"
 )
 
 func withID(m llm.Message, id string) llm.Message {
@@ -37,6 +39,18 @@ func TestPatchToolCallsBeforeAgent(t *testing.T) {
 				"system: You are a calendar assistant.",
 				"user: What is on my calendar?",
 				`assistant -> 123:get_events_for_days{"date_str":"2024-01-01"}`,
+				"tool(get_events_for_days#123): Tool call get_events_for_days with id 123 was cancelled: another message came in before it could run.",
+				"user: Never mind, what time is it?",
+			},
+		},
+		{
+			name: "the synthetic result follows the results the message already has",
+			history: []llm.Message{ask, withID(llm.Assistant("", events, llm.ToolCall{ID: "124", Name: "get_weather", Args: []byte(`{}`)}), "m3"),
+				withID(llm.ToolResult("124", "get_weather", "sunny", false), "m5"), again},
+			want: []string{
+				"user: What is on my calendar?",
+				`assistant -> 123:get_events_for_days{"date_str":"2024-01-01"} -> 124:get_weather{}`,
+				"tool(get_weather#124): sunny",
 				"tool(get_events_for_days#123): Tool call get_events_for_days with id 123 was cancelled: another message came in before it could run.",
 				"user: Never mind, what time is it?",
 			},
@@ -187,4 +201,44 @@ func TestPatchToolCallsAfterReject(t *testing.T) {
 		"assistant: Understood, not sent.",
 		"user: say hi",
 	}, transcript(model.Requests()[2].Messages))
+}
+
+// A tool that pauses the run inside the tool step; its sibling call finished
+// before the caller abandoned the run, so only the paused call is cancelled.
+func TestPatchToolCallsAfterAbandonedToolInterrupt(t *testing.T) {
+	log := &toolLog{}
+	confirm := tool.Must(tool.New("confirm", "Asks the user.", func(ctx context.Context, a struct {
+		Question string `json:"question"`
+	}) (string, error) {
+		answer, err := agent.Interrupt(ctx, a.Question)
+		if err != nil {
+			return "", err
+		}
+		return string(answer), nil
+	}))
+	model := fakes.NewScripted(
+		fakes.Calls("", fakes.CallID("r1", "read_file", `{"path":"/plan.md"}`), fakes.CallID("q1", "confirm", `{"question":"Proceed?"}`)),
+		fakes.Reply("Hi!"),
+	)
+	a, err := agent.New(agent.Config{
+		Model:        model,
+		Tools:        append(officeTools(log), confirm),
+		Middleware:   []agent.Middleware{middleware.NewPatchToolCalls()},
+		Checkpointer: agent.NewMemoryCheckpointer(),
+	})
+	require.NoError(t, err)
+	res, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("plan")}}, agent.WithThread("t"))
+	require.NoError(t, err)
+	require.True(t, res.Interrupted())
+
+	_, err = a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("just say hi")}}, agent.WithThread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"read_file /plan.md"}, log.all())
+	assert.Equal(t, []string{
+		"user: plan",
+		`assistant -> r1:read_file{"path":"/plan.md"} -> q1:confirm{"question":"Proceed?"}`,
+		"tool(read_file#r1): contents of /plan.md",
+		"tool(confirm#q1): Tool call confirm with id q1 was cancelled: another message came in before it could run.",
+		"user: just say hi",
+	}, transcript(model.Requests()[1].Messages))
 }
