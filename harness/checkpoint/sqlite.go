@@ -120,35 +120,20 @@ func (s *SQLite) errorf(format string, args ...any) error {
 }
 
 func (s *SQLite) init(ctx context.Context) error {
-	var app, version int64
-	if err := s.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
-		return s.errorf("not a readable SQLite database: %w", err)
+	fresh, err := s.checkSchema(ctx, s.db)
+	if err != nil || !fresh {
+		return err
 	}
-	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
-		return s.errorf("read schema version: %w", err)
-	}
-	switch {
-	case app == applicationID && version == SchemaVersion:
-		return nil
-	case app == applicationID && version > SchemaVersion:
-		return s.errorf("schema version %d was written by a newer dageval; this build reads version %d", version, SchemaVersion)
-	case app == applicationID:
-		return s.errorf("unknown schema version %d (this build reads version %d)", version, SchemaVersion)
-	case app != 0:
-		return s.errorf("not a dageval checkpoint file (SQLite application_id %#x)", app)
-	}
-	var tables int
-	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&tables); err != nil {
-		return s.errorf("not a readable SQLite database: %w", err)
-	}
-	if tables > 0 {
-		return s.errorf("not a dageval checkpoint file: it is a SQLite database with %d other schema objects", tables)
-	}
+	// Check again under the write lock, so that two processes opening a new
+	// file at once do not both create the schema.
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.errorf("create schema: %w", err)
 	}
 	defer tx.Rollback()
+	if fresh, err = s.checkSchema(ctx, tx); err != nil || !fresh {
+		return err
+	}
 	for _, stmt := range []string{
 		`CREATE TABLE steps (
 			thread TEXT NOT NULL,
@@ -170,6 +155,37 @@ func (s *SQLite) init(ctx context.Context) error {
 	return nil
 }
 
+// checkSchema reports whether the file is empty (fresh) and fails unless it
+// is empty or a checkpoint file of a schema version this build reads.
+func (s *SQLite) checkSchema(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (fresh bool, err error) {
+	var app, version, objects int64
+	if err := q.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
+		return false, s.errorf("not a readable SQLite database: %w", err)
+	}
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return false, s.errorf("read schema version: %w", err)
+	}
+	switch {
+	case app == applicationID && version == SchemaVersion:
+		return false, nil
+	case app == applicationID && version > SchemaVersion:
+		return false, s.errorf("schema version %d was written by a newer dageval; this build reads version %d", version, SchemaVersion)
+	case app == applicationID:
+		return false, s.errorf("unknown schema version %d (this build reads version %d)", version, SchemaVersion)
+	case app != 0:
+		return false, s.errorf("not a dageval checkpoint file (SQLite application_id %#x)", app)
+	}
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&objects); err != nil {
+		return false, s.errorf("not a readable SQLite database: %w", err)
+	}
+	if objects > 0 {
+		return false, s.errorf("not a dageval checkpoint file: it is a SQLite database with %d other schema objects", objects)
+	}
+	return true, nil
+}
+
 // Path returns the file the checkpointer writes.
 func (s *SQLite) Path() string { return s.path }
 
@@ -177,7 +193,8 @@ func (s *SQLite) Path() string { return s.path }
 func (s *SQLite) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.db.Close(); err != nil {
+	err := errors.Join(s.latest.Close(), s.insert.Close(), s.db.Close())
+	if err != nil {
 		return s.errorf("close: %w", err)
 	}
 	return nil

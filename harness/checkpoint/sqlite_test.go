@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -257,4 +258,28 @@ func TestStorageGrowsLinearly(t *testing.T) {
 	}
 	assert.InDelta(t, perStep[10], perStep[200], perStep[10]*0.1, "bytes per step: %v", perStep)
 	assert.InDelta(t, perStep[10], perStep[50], perStep[10]*0.1, "bytes per step: %v", perStep)
+}
+
+// Several checkpointers opening a new file at the same moment agree on one schema.
+func TestConcurrentOpenOfNewFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new.db")
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			c, err := checkpoint.OpenSQLite(path, checkpoint.SQLiteConfig{})
+			if err == nil {
+				err = c.Put(t.Context(), fmt.Sprint("t", i), &agent.Checkpoint{State: &agent.State{Messages: []llm.Message{llm.User("hi")}}})
+				err = errors.Join(err, c.Close())
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	threads, err := openSQLite(t, path, checkpoint.SQLiteConfig{}).Threads(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"t0", "t1", "t2", "t3"}, threads)
 }
