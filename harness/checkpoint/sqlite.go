@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	"modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -52,6 +53,9 @@ type SQLiteConfig struct {
 //
 // It is safe for concurrent use, also by several processes on the same file;
 // each thread should have one writer at a time, as any agent thread does.
+// Handing a thread over between processes is fine (each sees the other's
+// rows); a thread deleted and rewritten by another process while this one
+// still caches it is not noticed.
 // Like agent.MemoryCheckpointer it relies on the runtime never modifying a
 // State in place after handing it to Put.
 type SQLite struct {
@@ -95,7 +99,7 @@ func OpenSQLite(path string, cfg SQLiteConfig) (*SQLite, error) {
 	if s.maxCache <= 0 {
 		s.maxCache = DefaultCachedThreads
 	}
-	if err := s.init(context.Background()); err != nil {
+	if err := s.initRetrying(context.Background()); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -119,19 +123,35 @@ func (s *SQLite) errorf(format string, args ...any) error {
 	return fmt.Errorf("checkpoint %s: "+format, append([]any{s.path}, args...)...)
 }
 
-func (s *SQLite) init(ctx context.Context) error {
-	fresh, err := s.checkSchema(ctx, s.db)
-	if err != nil || !fresh {
-		return err
+// initRetrying runs init, waiting out a file that another process is
+// switching to WAL mode or creating right now: SQLite reports that as busy
+// without consulting the busy timeout.
+func (s *SQLite) initRetrying(ctx context.Context) error {
+	wait := 2 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.init(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqliteBusy || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 100*time.Millisecond)
 	}
-	// Check again under the write lock, so that two processes opening a new
-	// file at once do not both create the schema.
+}
+
+// sqliteBusy is SQLITE_BUSY, the primary code of "database is locked".
+const sqliteBusy = 5
+
+func (s *SQLite) init(ctx context.Context) error {
+	// Check under the write lock, so that the checks see one snapshot and
+	// two processes opening a new file at once do not both create the schema.
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return s.errorf("create schema: %w", err)
+		return s.errorf("not a readable SQLite database: %w", err)
 	}
 	defer tx.Rollback()
-	if fresh, err = s.checkSchema(ctx, tx); err != nil || !fresh {
+	if fresh, err := s.checkSchema(ctx, tx); err != nil || !fresh {
 		return err
 	}
 	for _, stmt := range []string{
