@@ -191,6 +191,10 @@ func (m *HumanInTheLoopMiddleware) AfterModel(ctx context.Context, s *agent.Stat
 	var answers []llm.Message
 	for i, p := range pending {
 		d := resp.Decisions[i]
+		if !slices.Contains(AllDecisions, d.Type) {
+			return nil, fmt.Errorf("decision %d: unknown decision type %q for tool %s (call %s); use one of %s",
+				i+1, d.Type, p.call.Name, p.call.ID, joinDecisions(AllDecisions))
+		}
 		if !slices.Contains(p.allowed, d.Type) {
 			return nil, fmt.Errorf("decision %d: %q is not allowed for tool %s (call %s); allowed: %s",
 				i+1, d.Type, p.call.Name, p.call.ID, joinDecisions(p.allowed))
@@ -213,10 +217,10 @@ func (m *HumanInTheLoopMiddleware) AfterModel(ctx context.Context, s *agent.Stat
 			}
 			answers = append(answers, llm.ToolResult(p.call.ID, p.call.Name, text, true))
 		case DecisionRespond:
+			if d.Message == "" {
+				return nil, fmt.Errorf("decision %d: respond for tool %s (call %s) needs a message, which becomes the tool's result", i+1, p.call.Name, p.call.ID)
+			}
 			answers = append(answers, llm.ToolResult(p.call.ID, p.call.Name, d.Message, false))
-		default:
-			return nil, fmt.Errorf("decision %d: unknown decision type %q for tool %s (call %s); use one of %s",
-				i+1, d.Type, p.call.Name, p.call.ID, joinDecisions(AllDecisions))
 		}
 	}
 	return &agent.Update{Messages: append([]llm.Message{revised}, answers...)}, nil

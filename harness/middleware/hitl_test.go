@@ -260,7 +260,7 @@ func TestHumanInTheLoopSeveralCalls(t *testing.T) {
 	_, err = resume(middleware.Approve(), middleware.Edit("delete_file", json.RawMessage(`{"path":"/tmp"}`)))
 	require.ErrorContains(t, err, `decision 2: "edit" is not allowed for tool delete_file (call d2); allowed: approve, reject`)
 	_, err = resume(middleware.Approve(), middleware.Decision{Type: "maybe"})
-	require.ErrorContains(t, err, `decision 2: "maybe" is not allowed`)
+	require.ErrorContains(t, err, `decision 2: unknown decision type "maybe" for tool delete_file (call d2); use one of approve, edit, reject, respond`)
 	_, err = a.Invoke(t.Context(), agent.Input{Resume: map[string]any{"decision": "approve"}}, agent.WithThread("t"))
 	require.ErrorContains(t, err, `resume value must be {"decisions": [...]}`)
 	assert.Empty(t, log.all())
@@ -287,6 +287,7 @@ func TestHumanInTheLoopEditErrors(t *testing.T) {
 	}{
 		{"no edited action", middleware.Decision{Type: middleware.DecisionEdit}, "decision 1: edit of tool send_email (call c1) needs edited_action"},
 		{"args not an object", middleware.Edit("send_email", json.RawMessage(`"to boss"`)), `decision 1: edited args for tool send_email (call c1) must be a JSON object, got "to boss"`},
+		{"respond without text", middleware.Respond(""), "decision 1: respond for tool send_email (call c1) needs a message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
