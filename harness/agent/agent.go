@@ -338,6 +338,13 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 		ex.pos, ex.steps, ex.pendingTools = cp.Next, cp.Steps, cp.ToolResults
 		r.step.Store(int64(ex.steps))
 	} else {
+		if cp != nil && len(cp.ToolResults) > 0 {
+			// The caller abandons a paused tool step: the calls that had
+			// finished did run, so their results and state changes stay.
+			if err := ex.keepFinished(cp.ToolResults); err != nil {
+				return nil, err
+			}
+		}
 		u := &Update{Messages: in.Messages, Values: in.Values}
 		if len(in.Files) > 0 {
 			u.Files = make(map[string]*FileData, len(in.Files))
@@ -352,6 +359,26 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 		ex.st = st
 	}
 	return ex.loop(ctx)
+}
+
+// keepFinished applies the results of tool calls that finished before an
+// interrupt, in call order.
+func (ex *exec) keepFinished(done map[string]*ToolResponse) error {
+	_, calls := ex.pendingCalls()
+	for _, call := range calls {
+		resp, ok := done[call.ID]
+		if !ok || resp == nil {
+			continue
+		}
+		u := resp.Update.Merge(&Update{Messages: []llm.Message{resp.Message}})
+		u.JumpTo = JumpNone
+		st, err := apply(ex.st, u, ex.a.keys)
+		if err != nil {
+			return fmt.Errorf("agent: tool %s: %w", call.Name, err)
+		}
+		ex.st = st
+	}
+	return nil
 }
 
 func resumeValues(pending []PendingInterrupt, v any) (map[string]json.RawMessage, error) {

@@ -25,7 +25,7 @@ type InterruptOnConfig struct {
 	// AllowedDecisions lists what the reviewer may answer; empty means all.
 	AllowedDecisions []DecisionType `json:"allowed_decisions,omitempty"`
 	// Description is shown to the reviewer; DescribeFunc, when set, wins.
-	Description  string                                       `json:"description,omitempty"`
+	Description  string                                         `json:"description,omitempty"`
 	DescribeFunc func(call llm.ToolCall, s *agent.State) string `json:"-"`
 	// When, if set, is evaluated per call: false means the call runs
 	// without review. Permission-derived entries use it to interrupt only

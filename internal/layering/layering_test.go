@@ -25,6 +25,7 @@ var allowed = []struct {
 	{"harness/middleware/", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
 	{"harness/middleware", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend"}},
 	{"harness/profile", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
+	{"harness/checkpoint", []string{"harness/llm", "harness/agent"}},
 	{"harness/provider/", []string{"harness/llm", "harness/provider"}},
 	{"harness/provider", []string{"harness/llm"}},
 	{"harness/", []string{"harness/"}},
@@ -119,6 +120,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"reports", "evals", true},
 		{"cmd/dageval", "reports", true},
 		{"harness/provider/anthropic", "harness/agent", false},
+		{"harness/checkpoint", "harness/agent", true},
+		{"harness/checkpoint", "harness/middleware", false},
+		{"harness/checkpoint", "fakes", false},
 	}
 	for _, tt := range tests {
 		allow, ok := rule(tt.from)
