@@ -1,0 +1,186 @@
+package evals
+
+import (
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// SchemaVersion versions results.jsonl, summary.json and cell files. Readers
+// refuse other versions rather than misreading them.
+const SchemaVersion = 1
+
+// Output file names inside a run's output directory.
+const (
+	ResultsFile = "results.jsonl" // one CellResult per line, appended as cells finish
+	SummaryFile = "summary.json"  // Summary, written at the end
+	CellsDir    = "cells"         // one CellDetail per cell: <cell id>.json
+)
+
+// Status is the outcome of one cell.
+type Status string
+
+// Cell outcomes. An error means the cell could not be judged (the run
+// crashed, a replay missed); it counts as a failure in every rate.
+const (
+	StatusPass  Status = "pass"
+	StatusFail  Status = "fail"
+	StatusError Status = "error"
+)
+
+// CellKey identifies a cell of the matrix; two runs of a suite pair cells by it.
+type CellKey struct {
+	Case    string `json:"case"`
+	Model   string `json:"model"`
+	Profile string `json:"profile"`
+	Epoch   int    `json:"epoch"`
+}
+
+// CellResult is one line of results.jsonl.
+type CellResult struct {
+	CellKey
+	// ID names the cell's detail file and cassette (deterministic from the key).
+	ID     string   `json:"id"`
+	Tags   []string `json:"tags,omitempty"`
+	Status Status   `json:"status"`
+	// Score is in [0, 1]: the rubric score when the case has a rubric,
+	// combined with the checks' scores.
+	Score  float64        `json:"score"`
+	Rubric *RubricOutcome `json:"rubric,omitempty"`
+	Checks []CheckOutcome `json:"checks"`
+	Usage  RoleUsage      `json:"usage"`
+	// CostUSD prices Usage with the model catalog; CostKnown is false when a
+	// model had no price, and then CostUSD counts only what could be priced.
+	CostUSD   float64  `json:"cost_usd"`
+	CostKnown bool     `json:"cost_known"`
+	Steps     int      `json:"steps"`
+	ToolCalls []string `json:"tool_calls"`
+	// DurationMS is wall time; the only field that differs between two
+	// replays of the same suite.
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+// RubricOutcome is the final verdict of the rubric grader for a cell.
+type RubricOutcome struct {
+	// Result is satisfied, needs_revision, failed, max_iterations_reached or grader_error.
+	Result      string             `json:"result"`
+	Iterations  int                `json:"iterations"`
+	Explanation string             `json:"explanation,omitempty"`
+	Criteria    []CriterionOutcome `json:"criteria"`
+	Score       float64            `json:"score"`
+}
+
+// CriterionOutcome is one rubric criterion's verdict; Gap says what was
+// missing when it did not pass.
+type CriterionOutcome struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Gap    string `json:"gap,omitempty"`
+}
+
+// CheckOutcome is one deterministic check's verdict.
+type CheckOutcome struct {
+	Name   string  `json:"name"`
+	Passed bool    `json:"passed"`
+	Score  float64 `json:"score"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// RoleUsage splits token usage by who spent it.
+type RoleUsage struct {
+	Agent     llm.Usage `json:"agent"`
+	Subagents llm.Usage `json:"subagents"`
+	Grader    llm.Usage `json:"grader"`
+}
+
+// Total sums the roles.
+func (u RoleUsage) Total() llm.Usage {
+	t := u.Agent
+	t.Add(u.Subagents)
+	t.Add(u.Grader)
+	return t
+}
+
+// CellDetail is the full record of one cell (cells/<id>.json), for the HTML
+// report and for debugging: the transcript with subagent runs, the rubric
+// evaluations, the files the agent wrote.
+type CellDetail struct {
+	SchemaVersion int        `json:"schema_version"`
+	Result        CellResult `json:"result"`
+	Input         string     `json:"input"`
+	// Messages is the main agent's transcript.
+	Messages []llm.Message `json:"messages"`
+	// Subagents holds the transcript of each subagent run, in start order.
+	Subagents []SubagentRun `json:"subagents,omitempty"`
+	// Evaluations lists every rubric grading round.
+	Evaluations []RubricOutcome `json:"evaluations,omitempty"`
+	// Files maps paths the agent wrote or changed to their final content.
+	Files map[string]string `json:"files,omitempty"`
+	// Cassette is the cassette path relative to the suite file, when replayed or recorded.
+	Cassette string `json:"cassette,omitempty"`
+}
+
+// SubagentRun is one subagent invocation seen inside a cell.
+type SubagentRun struct {
+	// Path is the agent path, e.g. "main/task:researcher".
+	Path       string        `json:"path"`
+	ToolCallID string        `json:"tool_call_id,omitempty"`
+	Messages   []llm.Message `json:"messages"`
+}
+
+// Summary is summary.json.
+type Summary struct {
+	SchemaVersion int    `json:"schema_version"`
+	Suite         string `json:"suite"`
+	// SuiteDigest fingerprints the suite's cases and matrix, so compare can
+	// refuse to pair runs of different suites.
+	SuiteDigest string `json:"suite_digest"`
+	Mode        string `json:"mode"`
+	// ExpectedCells is the size of the matrix; ActualCells how many cells
+	// produced a result. A missing cell counts as a failure.
+	ExpectedCells int            `json:"expected_cells"`
+	ActualCells   int            `json:"actual_cells"`
+	Complete      bool           `json:"complete"`
+	Groups        []GroupSummary `json:"groups"`
+	Totals        GroupSummary   `json:"totals"`
+	Thresholds    *Thresholds    `json:"thresholds,omitempty"`
+	// Passed is the run's verdict: thresholds hold (or, without thresholds,
+	// every cell passed and the matrix is complete).
+	Passed bool `json:"passed"`
+	// Reasons explains a failed verdict, one line each.
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// GroupSummary aggregates the cells of one model × profile (or all cells
+// for Totals).
+type GroupSummary struct {
+	Model    string `json:"model,omitempty"`
+	Profile  string `json:"profile,omitempty"`
+	Expected int    `json:"expected"`
+	Cells    int    `json:"cells"`
+	Passed   int    `json:"passed"`
+	Failed   int    `json:"failed"`
+	Errors   int    `json:"errors"`
+	Missing  int    `json:"missing"`
+	// PassRate is passed / expected; CI95 its Wilson score interval.
+	PassRate  float64    `json:"pass_rate"`
+	CI95      [2]float64 `json:"ci95"`
+	MeanScore float64    `json:"mean_score"`
+	// K is the number of epochs; PassAtK is the share of cases with at
+	// least one passing epoch, PassHatK (pass^k) the share passing every epoch.
+	K         int       `json:"k"`
+	PassAtK   float64   `json:"pass_at_k"`
+	PassHatK  float64   `json:"pass_hat_k"`
+	CostUSD   float64   `json:"cost_usd"`
+	CostKnown bool      `json:"cost_known"`
+	Tokens    RoleUsage `json:"tokens"`
+}
+
+// Thresholds gate a run's exit code.
+type Thresholds struct {
+	PassRate  *float64 `json:"pass_rate,omitempty" yaml:"pass_rate,omitempty"`
+	MeanScore *float64 `json:"mean_score,omitempty" yaml:"mean_score,omitempty"`
+	// PassHatK gates consistency across epochs.
+	PassHatK *float64 `json:"pass_hat_k,omitempty" yaml:"pass_hat_k,omitempty"`
+	// MaxCostUSD caps the whole run's cost.
+	MaxCostUSD *float64 `json:"max_cost_usd,omitempty" yaml:"max_cost_usd,omitempty"`
+}

@@ -1,0 +1,284 @@
+// Package yamlx decodes user-authored YAML strictly and reports every problem with its file, line, column and key.
+package yamlx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
+)
+
+// Error is a problem at a place in a YAML file.
+type Error struct {
+	File   string
+	Line   int
+	Column int
+	// Key is the path of the offending key, e.g. "cases[2].checks[0].tool_called".
+	Key string
+	Msg string
+}
+
+func (e *Error) Error() string {
+	var sb strings.Builder
+	sb.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&sb, ":%d:%d", e.Line, e.Column)
+	}
+	sb.WriteString(": ")
+	if e.Key != "" {
+		sb.WriteString(e.Key + ": ")
+	}
+	sb.WriteString(e.Msg)
+	return sb.String()
+}
+
+// Doc is a parsed YAML document that remembers where each key is.
+type Doc struct {
+	File  string
+	Root  ast.Node
+	paths map[string]*token.Position // path → position of its key (or value for list items)
+	byPos map[[2]int]string          // position of a token → innermost path
+}
+
+// ReadFile parses a YAML file.
+func ReadFile(path string) (*Doc, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse parses one YAML document; file names it in errors.
+func Parse(file string, data []byte) (*Doc, error) {
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, wrap(file, err, nil)
+	}
+	d := &Doc{File: file, paths: map[string]*token.Position{}, byPos: map[[2]int]string{}}
+	for _, doc := range f.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if d.Root != nil {
+			return nil, &Error{File: file, Line: pos(doc.Body).Line, Column: pos(doc.Body).Column, Msg: "the file holds more than one YAML document"}
+		}
+		d.Root = doc.Body
+	}
+	if d.Root != nil {
+		d.index(d.Root, "")
+	}
+	return d, nil
+}
+
+func pos(n ast.Node) *token.Position {
+	if n == nil {
+		return &token.Position{}
+	}
+	if tk := n.GetToken(); tk != nil && tk.Position != nil {
+		return tk.Position
+	}
+	return &token.Position{}
+}
+
+// startPos is where a node begins in the text: a block mapping's token is
+// its first colon, so use its first key instead.
+func startPos(n ast.Node) *token.Position {
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		if len(x.Values) > 0 {
+			return pos(x.Values[0].Key)
+		}
+	case *ast.MappingValueNode:
+		return pos(x.Key)
+	}
+	return pos(n)
+}
+
+func (d *Doc) index(n ast.Node, path string) {
+	if n == nil {
+		return
+	}
+	p := pos(n)
+	if _, seen := d.byPos[[2]int{p.Line, p.Column}]; !seen || path != "" {
+		d.byPos[[2]int{p.Line, p.Column}] = path
+	}
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		for _, v := range x.Values {
+			d.index(v, path)
+		}
+	case *ast.MappingValueNode:
+		key := x.Key.String()
+		if s, ok := x.Key.(*ast.StringNode); ok {
+			key = s.Value
+		}
+		child := key
+		if path != "" {
+			child = path + "." + key
+		}
+		kp := pos(x.Key)
+		d.paths[child] = kp
+		d.byPos[[2]int{kp.Line, kp.Column}] = child
+		d.index(x.Value, child)
+	case *ast.SequenceNode:
+		for i, v := range x.Values {
+			child := path + "[" + strconv.Itoa(i) + "]"
+			vp := startPos(v)
+			d.paths[child] = vp
+			d.index(v, child)
+		}
+	case *ast.TagNode:
+		d.index(x.Value, path)
+	case *ast.AnchorNode:
+		d.index(x.Value, path)
+	}
+}
+
+// Decode decodes the document into v, refusing unknown keys and duplicate keys.
+func (d *Doc) Decode(v any) error {
+	if d.Root == nil {
+		return nil
+	}
+	if err := yaml.NodeToValue(d.Root, v, yaml.Strict()); err != nil {
+		return wrap(d.File, err, d)
+	}
+	return nil
+}
+
+// DecodeNode decodes one node (found with Node) into v, strictly.
+func (d *Doc) DecodeNode(n ast.Node, v any) error {
+	if n == nil {
+		return nil
+	}
+	if err := yaml.NodeToValue(n, v, yaml.Strict()); err != nil {
+		return wrap(d.File, err, d)
+	}
+	return nil
+}
+
+// Node returns the value node at path ("cases[1].input"), or nil.
+func (d *Doc) Node(path string) ast.Node {
+	if d.Root == nil {
+		return nil
+	}
+	if path == "" {
+		return d.Root
+	}
+	p, err := yaml.PathString("$." + path)
+	if err != nil {
+		return nil
+	}
+	n, err := p.FilterNode(d.Root)
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
+// Has reports whether the document sets path.
+func (d *Doc) Has(path string) bool {
+	_, ok := d.paths[path]
+	return ok
+}
+
+// Errorf reports a problem with the key at path; the position is the key's
+// (or, for a path that is not in the file, its nearest parent's).
+func (d *Doc) Errorf(path, format string, args ...any) *Error {
+	e := &Error{File: d.File, Key: path, Msg: fmt.Sprintf(format, args...)}
+	for p := path; ; {
+		if ps, ok := d.paths[p]; ok {
+			e.Line, e.Column = ps.Line, ps.Column
+			break
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return e
+}
+
+// At reports a problem at a node, naming its key when the document knows it.
+func (d *Doc) At(n ast.Node, format string, args ...any) *Error {
+	p := pos(n)
+	return &Error{File: d.File, Line: p.Line, Column: p.Column, Key: d.byPos[[2]int{p.Line, p.Column}], Msg: fmt.Sprintf(format, args...)}
+}
+
+// wrap turns a go-yaml error into an *Error.
+func wrap(file string, err error, d *Doc) error {
+	var own *Error
+	if errors.As(err, &own) {
+		if own.File == "" {
+			own.File = file
+		}
+		if own.Key == "" && d != nil {
+			own.Key = d.byPos[[2]int{own.Line, own.Column}]
+		}
+		return own
+	}
+	var ye interface {
+		GetToken() *token.Token
+		GetMessage() string
+	}
+	if errors.As(err, &ye) {
+		e := &Error{File: file, Msg: cleanMessage(ye.GetMessage())}
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			e.Line, e.Column = tk.Position.Line, tk.Position.Column
+			if d != nil {
+				e.Key = d.byPos[[2]int{e.Line, e.Column}]
+			}
+		}
+		return e
+	}
+	return &Error{File: file, Msg: err.Error()}
+}
+
+// cleanMessage rewrites go-yaml's Go-centric messages for people who write YAML.
+func cleanMessage(m string) string {
+	if strings.HasPrefix(m, "unknown field ") {
+		return strings.Replace(m, "unknown field", "unknown key", 1)
+	}
+	if i := strings.Index(m, " into Go struct field "); i >= 0 {
+		// "cannot unmarshal string into Go struct field Suite.epochs of type int"
+		rest := m[i+len(" into Go struct field "):]
+		if j := strings.LastIndex(rest, " of type "); j >= 0 {
+			want := rest[j+len(" of type "):]
+			got := strings.TrimPrefix(m[:i], "cannot unmarshal ")
+			return fmt.Sprintf("got %s, want %s", got, goTypeWord(want))
+		}
+	}
+	return m
+}
+
+func goTypeWord(t string) string {
+	switch {
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "string":
+		return "a string"
+	case t == "bool":
+		return "true or false"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	}
+	return t
+}
+
+// NodeError builds a positioned error inside a custom UnmarshalYAML(ast.Node)
+// method; Doc.Decode fills in the file and key.
+func NodeError(n ast.Node, format string, args ...any) *Error {
+	p := pos(n)
+	return &Error{Line: p.Line, Column: p.Column, Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,66 @@
+package yamlx
+
+import (
+	"testing"
+
+	"github.com/goccy/go-yaml/ast"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type item struct {
+	Name  string `yaml:"name"`
+	Count int    `yaml:"count"`
+}
+
+type doc struct {
+	Title string `yaml:"title"`
+	Items []item `yaml:"items"`
+	Kind  kind   `yaml:"kind"`
+}
+
+type kind string
+
+func (k *kind) UnmarshalYAML(n ast.Node) error {
+	s, ok := n.(*ast.StringNode)
+	if !ok || (s.Value != "a" && s.Value != "b") {
+		return NodeError(n, "want a or b")
+	}
+	*k = kind(s.Value)
+	return nil
+}
+
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct {
+		name, src, want string
+	}{
+		{"unknown key", "title: x\nitems:\n  - name: a\n    colour: red\n", `s.yaml:4:5: items[0].colour: unknown key "colour"`},
+		{"wrong type", "title: x\nitems:\n  - name: a\n    count: many\n", "s.yaml:4:12: items[0].count: got string, want an integer"},
+		{"custom", "kind: c\n", "s.yaml:1:7: kind: want a or b"},
+		{"syntax", "title: [x\n", "s.yaml:"},
+		{"duplicate", "title: x\ntitle: y\n", "s.yaml:2:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Parse("s.yaml", []byte(tt.src))
+			if err == nil {
+				var v doc
+				err = d.Decode(&v)
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestErrorfFindsKeys(t *testing.T) {
+	d, err := Parse("s.yaml", []byte("title: x\nitems:\n  - name: a\n  - name: b\n    count: 2\n"))
+	require.NoError(t, err)
+	var v doc
+	require.NoError(t, d.Decode(&v))
+	assert.Equal(t, "s.yaml:5:5: items[1].count: too many", d.Errorf("items[1].count", "too many").Error())
+	assert.Equal(t, "s.yaml:4:5: items[1].missing: absent", d.Errorf("items[1].missing", "absent").Error(), "falls back to the parent")
+	assert.True(t, d.Has("items[1].count"))
+	assert.False(t, d.Has("items[0].count"))
+	assert.NotNil(t, d.Node("items[1].name"))
+}
