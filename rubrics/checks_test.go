@@ -60,7 +60,9 @@ func TestChecks(t *testing.T) {
 		{check: `final_answer: {equals: "Sunny"}`, passed: false, detail: `does not equal "Sunny"`},
 		{check: "final_answer: {json_schema: {type: object, required: [temp]}}", passed: false, detail: "does not match the JSON schema: it is not JSON"},
 		{check: "final_answer: {json_schema: {type: object, required: [temp], properties: {temp: {type: number}}}}", passed: true, score: 1,
-			rec: func(r *rubrics.Record) { r.Messages = append(r.Messages, llm.Assistant("```json\n{\"temp\": 21}\n```")) }},
+			rec: func(r *rubrics.Record) {
+				r.Messages = append(r.Messages, llm.Assistant("```json\n{\"temp\": 21}\n```"))
+			}},
 		{check: "final_answer: {json_schema: {type: object, required: [temp], properties: {temp: {type: number}}}}", passed: false, detail: "does not match the JSON schema",
 			rec: func(r *rubrics.Record) { r.Messages = append(r.Messages, llm.Assistant(`{"temp": "warm"}`)) }},
 		{check: "final_answer: {json_schema: {type: object, required: [temp]}, contains: temp}", passed: true, score: 1,
