@@ -11,14 +11,17 @@ import (
 )
 
 // ParseChecks parses a YAML list of checks, each a one-key mapping from the
-// check kind to its spec:
+// check kind to its spec, as a suite case writes them:
 //
-//   - final_answer: {contains: sunny}
-//   - tool_called: {name: get_weather, args: {city: Paris}}
-//   - trajectory: {mode: in_order, calls: [get_weather, write_file]}
-//   - file_contains: {path: /notes/paris.md, text: sunny}
-//   - max_steps: 40
-//   - no_error: true
+//	checks:
+//	  - final_answer: {contains: sunny}
+//	  - tool_called: {name: get_weather, args: {city: Paris}}
+//	  - trajectory: {mode: in_order, calls: [get_weather, write_file]}
+//	  - file_contains: {path: /notes/paris.md, text: sunny}
+//	  - max_steps: 40
+//	  - no_error: true
+//
+// (the file holds the list itself, without the checks key).
 func ParseChecks(file string, src []byte) ([]Check, error) {
 	root, err := ParseYAML(file, src)
 	if err != nil {

@@ -199,7 +199,15 @@ type RubricOptions struct {
 	Seed        *int64
 	// RecursionLimit bounds the grader's steps (agent.DefaultRecursionLimit when 0).
 	RecursionLimit int
-	// NonceSeed is mixed into the tag nonces of grader payloads.
+	// NonceSeed is mixed into the tag nonces of grader payloads. The rubric
+	// and transcript reach the grader inside <rubric-NONCE> and
+	// <transcript-NONCE> tags so that content cannot close them early. The
+	// nonce is a hash of NonceSeed, the thread, the grading run, the
+	// iteration and the content itself, so replayed runs stay byte-identical
+	// while the graded model, whose output is part of the hashed content,
+	// cannot predict it. It is not a cryptographic secret (anyone who knows
+	// the seed and the content can compute it), which is why closing tags in
+	// the content are neutralised as well.
 	NonceSeed string
 	// Logger receives warnings and errors (slog.Default() when nil).
 	Logger *slog.Logger
@@ -208,6 +216,19 @@ type RubricOptions struct {
 // RubricMiddleware grades the agent's work against the rubric the run
 // carries whenever the agent would finish, and sends it back to the model
 // with the grader's feedback while the grader asks for revisions.
+//
+// It follows the Deep Agents RubricMiddleware with these deliberate
+// differences, each chosen so that replayed runs stay byte-identical or so
+// that the behaviour is what a careful user expects:
+//   - grading run ids are "grading-N", counted per thread, not random UUIDs;
+//   - the tag nonce is derived, not random (see RubricOptions.NonceSeed);
+//   - tool-call arguments in the transcript are JSON, not Python reprs, and
+//     a failed tool result is marked "[tool:name error]";
+//   - the 4 000-character cut counts characters, never splitting one;
+//   - a verdict that contradicts itself (satisfied with a failing
+//     criterion, a failing criterion without a gap, …) is sent back to the
+//     grader up to twice before the grading counts as grader_error;
+//   - MaxIterations 0 means the default, as Go zero values do.
 type RubricMiddleware struct {
 	agent.Base
 	opts   RubricOptions
@@ -604,16 +625,8 @@ func revisionMessage(ev RubricEvaluation) llm.Message {
 	}
 }
 
-// payload is the grader's user message for one grading.
-//
-// The rubric and transcript sit inside tags suffixed with a nonce so that
-// content cannot close them early. The nonce is derived, not drawn: a hash of
-// NonceSeed, the thread, the grading run, the iteration and the (already
-// neutralised) content itself. That keeps replayed runs byte-identical while
-// the graded model — whose output is part of the hashed content — cannot
-// predict it. It is not a cryptographic secret: anyone who knows the seed and
-// the content can compute it, which is why closing tags in the content are
-// also neutralised.
+// payload is the grader's user message for one grading (see
+// RubricOptions.NonceSeed for the nonce).
 func (m *RubricMiddleware) payload(ctx context.Context, rubric string, msgs []llm.Message, runID string, iteration int) string {
 	r := neutraliseTags(rubric)
 	t := neutraliseTags(RenderTranscript(msgs))
