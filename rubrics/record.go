@@ -136,6 +136,15 @@ func (r *Record) FinalAnswer() string {
 	return s.LastText()
 }
 
+// FinalEvaluation returns the last rubric grading of the run, which holds
+// the verdict the run ended with.
+func (r *Record) FinalEvaluation() (middleware.RubricEvaluation, bool) {
+	if len(r.RubricEvaluations) == 0 {
+		return middleware.RubricEvaluation{}, false
+	}
+	return r.RubricEvaluations[len(r.RubricEvaluations)-1], true
+}
+
 // ToolCallNames lists the root agent's tool calls by name, in order.
 func (r *Record) ToolCallNames() []string { return r.Trajectory.Names() }
 

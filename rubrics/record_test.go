@@ -323,3 +323,55 @@ func BenchmarkNewRecord(b *testing.B) {
 		}
 	}
 }
+
+func TestRubricGradedRunEndToEnd(t *testing.T) {
+	// A stock rubric drives the grader; the record carries its verdicts; the
+	// rubric scores them.
+	r, err := rubrics.StockRubric("concise")
+	require.NoError(t, err)
+	grader := fakes.NewScripted(
+		verdictStep("needs_revision", "too long",
+			middleware.CriterionVerdict{Name: "to-the-point", Passed: true},
+			middleware.CriterionVerdict{Name: "no-padding", Gap: "three filler sentences"},
+			middleware.CriterionVerdict{Name: "complete", Passed: true},
+			middleware.CriterionVerdict{Name: "fitting-format", Passed: true}),
+		verdictStep("satisfied", "short and complete",
+			middleware.CriterionVerdict{Name: "to-the-point", Passed: true},
+			middleware.CriterionVerdict{Name: "no-padding", Passed: true},
+			middleware.CriterionVerdict{Name: "complete", Passed: true},
+			middleware.CriterionVerdict{Name: "fitting-format", Passed: true}),
+	).WithIdentity("fake", "grader")
+	mw := must(middleware.NewRubricMiddleware(middleware.RubricOptions{Model: grader}))
+	a := must(agent.New(agent.Config{Model: fakes.NewScripted(
+		fakes.Reply("Well, let me think. Great question! It is sunny. Hope this helps!"),
+		fakes.Reply("Sunny, 21C."),
+	), Middleware: []agent.Middleware{mw}}))
+	in := r.Apply(agent.Input{Messages: []llm.Message{llm.User("weather?")}})
+	var events []agent.Event
+	res, err := a.Invoke(t.Context(), in, agent.WithEvents(func(ev agent.Event) { events = append(events, ev) }))
+	require.NoError(t, err)
+	assert.Contains(t, grader.Requests()[0].Messages[0].Text(), "- no-padding (weight 2): There are no filler sentences")
+
+	rec := rubrics.NewRecord(events, res.State)
+	require.Len(t, rec.RubricEvaluations, 2)
+	final, ok := rec.FinalEvaluation()
+	require.True(t, ok)
+	assert.Equal(t, middleware.RubricSatisfied, final.Result)
+	g := r.Grade(final.Criteria)
+	assert.True(t, g.Passed)
+	assert.InDelta(t, 1, g.Score, 1e-9)
+	first := r.Grade(rec.RubricEvaluations[0].Criteria)
+	assert.InDelta(t, 6.0/8, first.Score, 1e-9)
+	assert.True(t, first.Passed, "0.75 clears the 0.7 threshold")
+	assert.Equal(t, "Sunny, 21C.", rec.FinalAnswer())
+
+	_, ok = rubrics.NewRecord(nil, nil).FinalEvaluation()
+	assert.False(t, ok)
+	var carried string
+	require.NoError(t, json.Unmarshal(in.Values[middleware.RubricKey], &carried))
+	assert.Equal(t, r.Render(), carried)
+	orig := agent.Input{Values: map[string]json.RawMessage{"k": json.RawMessage(`1`)}}
+	applied := r.Apply(orig)
+	assert.Len(t, orig.Values, 1, "Apply leaves its input alone")
+	assert.Len(t, applied.Values, 2)
+}

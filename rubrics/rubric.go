@@ -2,9 +2,11 @@ package rubrics
 
 import (
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/middleware"
 )
 
@@ -322,6 +325,17 @@ func (r *Rubric) Render() string {
 		sb.WriteString("To pass, every criterion must be met.")
 	}
 	return sb.String()
+}
+
+// Apply returns in with the rendered rubric set as the run's rubric (the
+// middleware.RubricKey value RubricMiddleware grades against). in is not modified.
+func (r *Rubric) Apply(in agent.Input) agent.Input {
+	raw, _ := json.Marshal(r.Render())
+	values := make(map[string]json.RawMessage, len(in.Values)+1)
+	maps.Copy(values, in.Values)
+	values[middleware.RubricKey] = raw
+	in.Values = values
+	return in
 }
 
 // Grade is a rubric's outcome for one run.

@@ -421,8 +421,7 @@ func (m *RubricMiddleware) newRun(s *agent.State, u *agent.Update) string {
 // the model with the grader's feedback; every other result lets it finish.
 func (m *RubricMiddleware) AfterAgent(ctx context.Context, s *agent.State) (*agent.Update, error) {
 	rubric, _ := agent.Value[string](s, RubricKey)
-	rubric = strings.TrimSpace(rubric)
-	if rubric == "" {
+	if strings.TrimSpace(rubric) == "" {
 		return nil, nil
 	}
 	u := &agent.Update{}
@@ -435,7 +434,7 @@ func (m *RubricMiddleware) AfterAgent(ctx context.Context, s *agent.State) (*age
 	agent.Emit(ctx, RubricEvaluationStartEvent, RubricEvaluationStart{GradingRunID: runID, Iteration: iteration})
 
 	ev := RubricEvaluation{GradingRunID: runID, Iteration: iteration, Criteria: []CriterionVerdict{}}
-	payload := m.payload(ctx, rubric, s.Messages, runID, iteration)
+	payload := m.payload(ctx, strings.TrimSpace(rubric), s.Messages, runID, iteration)
 	resp, usage, err := m.grade(ctx, payload)
 	switch {
 	case err != nil:

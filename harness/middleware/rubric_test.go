@@ -632,3 +632,26 @@ func TestRenderTranscript(t *testing.T) {
 	short := []llm.Message{llm.User("task"), llm.Assistant("done")}
 	assert.Equal(t, "[user] task\n\n[assistant] done", middleware.RenderTranscript(short))
 }
+
+func BenchmarkRubricGradedRun(b *testing.B) {
+	// One agent turn graded once: the middleware's own cost (transcript,
+	// payload, grader sub-agent, validation, events) on top of two fake calls.
+	grader := fakes.NewRuleModel(fakes.Rule{Reply: func(*llm.Request) (*llm.Response, error) {
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "v", Name: middleware.GraderResponseName,
+			Args: json.RawMessage(`{"result":"satisfied","explanation":"ok","criteria":[{"name":"c","passed":true}]}`)})}, nil
+	}}).WithIdentity("fake", "grader")
+	m, err := middleware.NewRubricMiddleware(middleware.RubricOptions{Model: grader, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(b, err)
+	model := fakes.NewRuleModel(fakes.Rule{Reply: func(*llm.Request) (*llm.Response, error) {
+		return &llm.Response{Message: llm.Assistant(strings.Repeat("All done. ", 50))}, nil
+	}})
+	a, err := agent.New(agent.Config{Model: model, Middleware: []agent.Middleware{m}})
+	require.NoError(b, err)
+	in := withRubric(strings.Repeat("build it and report. ", 20), "- c: it is built")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := a.Invoke(b.Context(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
