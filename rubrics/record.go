@@ -55,8 +55,14 @@ type Trajectory struct {
 	// Agent is the run's agent path ("main", "main/task:researcher").
 	Agent string `json:"agent"`
 	// Subagent is the subagent type of a task run ("" for the root).
-	Subagent string     `json:"subagent,omitempty"`
-	Calls    []ToolCall `json:"calls"`
+	Subagent string `json:"subagent,omitempty"`
+	// ToolCallID is the id of the task call that started a subagent run.
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Calls      []ToolCall `json:"calls"`
+	// Messages is a subagent run's transcript as its events show it: the
+	// task description as the user message, then each model answer and tool
+	// result. It is empty for the root run (its transcript is Record.Messages).
+	Messages []llm.Message `json:"messages,omitempty"`
 }
 
 // ToolCall is one tool call of a run.
@@ -272,17 +278,18 @@ func (b *recordBuilder) add(ev *agent.Event) {
 	if grader {
 		return
 	}
-	switch ev.Type {
-	case agent.EventToolStart, agent.EventToolEnd:
-	default:
-		// Model events still open a subagent run, so a subagent that calls
-		// no tools is attached to its task call with an empty trajectory.
-		if path != b.root {
-			b.run(path)
+	if path != b.root {
+		// Any event opens a subagent run, so one that calls no tools is
+		// still attached to its task call.
+		r := b.run(path)
+		switch {
+		case ev.Type == agent.EventModelEnd && ev.Response != nil:
+			r.traj.Messages = append(r.traj.Messages, ev.Response.Message)
+		case ev.Type == agent.EventToolEnd && ev.ToolResult != nil:
+			r.traj.Messages = append(r.traj.Messages, *ev.ToolResult)
 		}
-		return
 	}
-	if ev.ToolCall == nil {
+	if (ev.Type != agent.EventToolStart && ev.Type != agent.EventToolEnd) || ev.ToolCall == nil {
 		return
 	}
 	r := b.run(path)
@@ -374,7 +381,15 @@ func (b *recordBuilder) run(path string) *liveRun {
 	}
 	if pick >= 0 {
 		parent.child[pick] = path
-		parent.traj.Calls[pick].Subagent = r.traj
+		call := &parent.traj.Calls[pick]
+		call.Subagent = r.traj
+		r.traj.ToolCallID = call.ID
+		var a struct {
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(call.Args, &a) == nil && a.Description != "" {
+			r.traj.Messages = append(r.traj.Messages, llm.User(a.Description))
+		}
 	}
 	return r
 }

@@ -375,3 +375,26 @@ func TestRubricGradedRunEndToEnd(t *testing.T) {
 	assert.Len(t, orig.Values, 1, "Apply leaves its input alone")
 	assert.Len(t, applied.Values, 2)
 }
+
+func TestRecordSubagentTranscripts(t *testing.T) {
+	events, res := deepRun(t)
+	rec := rubrics.NewRecord(events, res.State)
+	text := func(tr *rubrics.Trajectory) []string {
+		var out []string
+		for _, m := range tr.Messages {
+			s := string(m.Role) + ":" + m.Text()
+			for _, tc := range m.ToolCalls {
+				s += "<" + tc.Name + ">"
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	a := rec.Trajectory.Calls[0]
+	assert.Equal(t, a.ID, a.Subagent.ToolCallID)
+	assert.Equal(t, []string{"user:research topic A", "assistant:<web_search>", "tool:web_search result for A", "assistant:topic A: found it"}, text(a.Subagent))
+	checker := rec.Runs[4]
+	assert.Equal(t, "main/task:writer/task:checker", checker.Agent)
+	assert.Equal(t, []string{"user:check the note", "assistant:<lint>", "tool:lint result for note", "assistant:looks fine"}, text(checker))
+	assert.Empty(t, rec.Trajectory.Messages, "the root's transcript is Record.Messages")
+}

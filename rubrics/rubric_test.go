@@ -157,6 +157,7 @@ func TestMalformedRubrics(t *testing.T) {
 			require.ErrorAs(t, err, &fe)
 			assert.Equal(t, "bad.yaml", fe.File)
 			assert.Positive(t, fe.Line)
+			assert.Positive(t, fe.Column)
 		})
 	}
 }

@@ -16,13 +16,14 @@ import (
 )
 
 // FieldError is a problem in a YAML document, located by file, line, column
-// and key path (for example "criteria[1].weight").
+// and key path (for example "criteria[1].weight"). It has the shape and
+// message format of the project's other YAML errors: "file:line:col: key: msg".
 type FieldError struct {
-	File string
-	Line int
-	Col  int
-	Key  string
-	Msg  string
+	File   string
+	Line   int
+	Column int
+	Key    string
+	Msg    string
 }
 
 func (e *FieldError) Error() string {
@@ -34,7 +35,7 @@ func (e *FieldError) Error() string {
 		if sb.Len() > 0 {
 			sb.WriteByte(':')
 		}
-		fmt.Fprintf(&sb, "%d:%d", e.Line, e.Col)
+		fmt.Fprintf(&sb, "%d:%d", e.Line, e.Column)
 	}
 	if sb.Len() > 0 {
 		sb.WriteString(": ")
@@ -56,7 +57,7 @@ func ParseYAML(file string, src []byte) (ast.Node, error) {
 		if errors.As(err, &ye) {
 			fe := &FieldError{File: file, Msg: ye.GetMessage()}
 			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				fe.Line, fe.Col = tk.Position.Line, tk.Position.Column
+				fe.Line, fe.Column = tk.Position.Line, tk.Position.Column
 			}
 			return nil, fe
 		}
@@ -74,12 +75,12 @@ func ParseYAML(file string, src []byte) (ast.Node, error) {
 	}
 	switch len(docs) {
 	case 0:
-		return nil, &FieldError{File: file, Line: 1, Col: 1, Msg: "the document is empty"}
+		return nil, &FieldError{File: file, Line: 1, Column: 1, Msg: "the document is empty"}
 	case 1:
 		return docs[0], nil
 	}
 	l, c := position(docs[1])
-	return nil, &FieldError{File: file, Line: l, Col: c, Msg: "only one YAML document is allowed per file"}
+	return nil, &FieldError{File: file, Line: l, Column: c, Msg: "only one YAML document is allowed per file"}
 }
 
 // position is where a node starts. A mapping's own token is the colon of
@@ -116,7 +117,7 @@ func newDecoder(file string) *decoder {
 
 func (d *decoder) errf(n ast.Node, key, format string, args ...any) error {
 	l, c := position(n)
-	return &FieldError{File: d.file, Line: l, Col: c, Key: key, Msg: fmt.Sprintf(format, args...)}
+	return &FieldError{File: d.file, Line: l, Column: c, Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // resolve follows anchors, aliases and tags to the node that holds the value.
