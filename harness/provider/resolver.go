@@ -27,12 +27,15 @@ type Resolver struct {
 
 // NewResolver returns a resolver with the built-in entries and no factories.
 // base supplies the fields shared by every model it builds: HTTPClient (where
-// a recorder sits), Retry, Timeout, Replay, Logger, Getenv. Provider, Model,
-// Kind, BaseURL and credentials in base are ignored; they come from entries.
+// a recorder sits), Retry, Timeout, MaxTokens, Replay, Logger, Getenv. The
+// provider-specific fields of base (Provider, Model, Kind, BaseURL,
+// credentials, Headers, ExtraBody, UseResponsesAPI) are ignored; they come
+// from entries and per-model options.
 func NewResolver(base Config) *Resolver {
 	b := base.Clone()
 	b.Provider, b.Model, b.Kind, b.BaseURL = "", "", "", ""
 	b.APIKey, b.APIKeyEnv, b.AuthHeader, b.KeyOptional, b.UseResponsesAPI = "", "", "", false, nil
+	b.Headers, b.ExtraBody = nil, nil
 	return &Resolver{base: b, entries: BuiltinEntries(), factories: map[string]Factory{}}
 }
 
