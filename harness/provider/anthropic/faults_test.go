@@ -349,3 +349,21 @@ func TestStoppingEarlyEndsTheStream(t *testing.T) {
 	}
 	assert.Equal(t, 1, n)
 }
+
+// TestEnvironmentDoesNotLeakIntoTheClient sets every variable the SDK
+// would read by default; none of them may reach the request.
+func TestEnvironmentDoesNotLeakIntoTheClient(t *testing.T) {
+	t.Setenv("ANTHROPIC_BASE_URL", "http://192.0.2.1:9")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "token-from-env")
+	t.Setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Leak: yes")
+	s := newScript(t, reply(200, nil, okMessage))
+	m, err := anthropic.New(provider.Config{Model: "claude-sonnet-4-6", BaseURL: s.URL, Replay: true, Getenv: func(string) string { return "" }})
+	require.NoError(t, err)
+	_, err = m.Generate(context.Background(), userRequest("hi"))
+	require.NoError(t, err)
+	hd := s.header[0]
+	assert.Empty(t, hd.Get("Authorization"))
+	assert.Empty(t, hd.Get("X-Api-Key"))
+	assert.Empty(t, hd.Get("X-Leak"))
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -149,4 +150,42 @@ func TestMediaBlocks(t *testing.T) {
 		map[string]any{"type": "document", "source": map[string]any{"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}},
 		map[string]any{"type": "document", "source": map[string]any{"type": "text", "media_type": "text/plain", "data": "notes"}},
 	}, content)
+}
+
+// TestThinkingRoundTrip parses an answer with signed and redacted thinking
+// and sends it back: the blocks must return verbatim, before the tool call.
+func TestThinkingRoundTrip(t *testing.T) {
+	raw := `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[
+		{"type":"thinking","thinking":"I should list files.","signature":"RXZNQ0NrWUlDeGdD"},
+		{"type":"redacted_thinking","data":"RW5jcnlwdGVkIGJsb2I="},
+		{"type":"tool_use","id":"toolu_9","name":"ls","input":{"path":"/"}}],
+		"stop_reason":"tool_use","usage":{"input_tokens":9,"output_tokens":4}}`
+	var msg sdk.Message
+	require.NoError(t, json.Unmarshal([]byte(raw), &msg))
+	resp := response(&msg)
+	assert.Equal(t, []llm.Block{
+		{Type: llm.BlockThinking, Thinking: "I should list files.", Signature: "RXZNQ0NrWUlDeGdD"},
+		{Type: llm.BlockRedactedThinking, Redacted: "RW5jcnlwdGVkIGJsb2I="},
+	}, resp.Message.Content)
+	assert.Equal(t, llm.StopToolUse, resp.StopReason)
+
+	got := wire(t, "claude-sonnet-4-6", &llm.Request{Messages: []llm.Message{
+		llm.User("ls"), resp.Message, llm.ToolResult("toolu_9", "ls", "a.txt", false),
+	}, Thinking: &llm.Thinking{BudgetTokens: 2048}})
+	assistant := got["messages"].([]any)[1].(map[string]any)["content"].([]any)
+	assert.Equal(t, []any{
+		map[string]any{"type": "thinking", "thinking": "I should list files.", "signature": "RXZNQ0NrWUlDeGdD"},
+		map[string]any{"type": "redacted_thinking", "data": "RW5jcnlwdGVkIGJsb2I="},
+		map[string]any{"type": "tool_use", "id": "toolu_9", "name": "ls", "input": map[string]any{"path": "/"}},
+	}, assistant)
+}
+
+func TestStopReasons(t *testing.T) {
+	for in, want := range map[sdk.StopReason]llm.StopReason{
+		"end_turn": llm.StopEndTurn, "tool_use": llm.StopToolUse, "max_tokens": llm.StopMaxTokens,
+		"model_context_window_exceeded": llm.StopMaxTokens, "stop_sequence": llm.StopSequence,
+		"pause_turn": llm.StopPauseTurn, "refusal": llm.StopRefusal, "something_new": "something_new",
+	} {
+		assert.Equal(t, want, stopReason(in), in)
+	}
 }
