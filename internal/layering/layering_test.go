@@ -18,15 +18,16 @@ var allowed = []struct {
 	imports []string
 }{
 	{"harness/llm", nil},
+	{"harness/catalog", []string{"harness/llm"}},
 	{"harness/tool", []string{"harness/llm"}},
 	{"harness/agent", []string{"harness/llm", "harness/tool"}},
 	{"harness/backend/", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend"}},
 	{"harness/backend", []string{"harness/llm", "harness/tool", "harness/agent"}},
-	{"harness/middleware/", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
-	{"harness/middleware", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend"}},
-	{"harness/profile", []string{"harness/llm", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
+	{"harness/middleware/", []string{"harness/llm", "harness/catalog", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
+	{"harness/middleware", []string{"harness/llm", "harness/catalog", "harness/tool", "harness/agent", "harness/backend"}},
+	{"harness/profile", []string{"harness/llm", "harness/catalog", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
 	{"harness/checkpoint", []string{"harness/llm", "harness/agent"}},
-	{"harness/provider/", []string{"harness/llm", "harness/provider"}},
+	{"harness/provider/", []string{"harness/llm", "harness/provider", "harness/provider/"}},
 	{"harness/provider", []string{"harness/llm"}},
 	{"harness/", []string{"harness/"}},
 	{"harness", []string{"harness/"}},
@@ -132,6 +133,12 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"harness/checkpoint", "harness/agent", true},
 		{"harness/checkpoint", "harness/middleware", false},
 		{"harness/checkpoint", "fakes", false},
+		{"harness/provider/builtin", "harness/provider/openai", true},
+		{"harness/catalog", "harness/agent", false},
+		{"harness/middleware", "harness/catalog", true},
+		{"evals", "harness/catalog", true},
+		{"reports", "harness/catalog", true},
+		{"harness/provider", "harness/catalog", false},
 	}
 	for _, tt := range tests {
 		allow, ok := rule(tt.from)

@@ -1,0 +1,242 @@
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
+)
+
+// DefaultBaseURL is the Anthropic API root.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// Model is a Claude model behind the Messages API. It implements
+// llm.ChatModel, llm.StreamingModel and llm.Identified and is safe for
+// concurrent use.
+type Model struct {
+	cfg      provider.Config
+	messages sdk.MessageService
+}
+
+var (
+	_ llm.StreamingModel = (*Model)(nil)
+	_ llm.Identified     = (*Model)(nil)
+)
+
+// Register installs the Anthropic adapter for provider.KindAnthropic.
+func Register(r *provider.Resolver) error {
+	return r.Register(provider.KindAnthropic, func(c provider.Config) (llm.ChatModel, error) { return New(c) })
+}
+
+// New builds a model from cfg. It reads no environment and needs no API
+// key; the key is looked up on each live call.
+func New(cfg provider.Config) (*Model, error) {
+	cfg = cfg.Clone()
+	if cfg.Kind == "" {
+		cfg.Kind = provider.KindAnthropic
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = "anthropic"
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.Kind != provider.KindAnthropic {
+		return nil, fmt.Errorf("anthropic: config is for kind %s", cfg.Kind)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts := []option.RequestOption{
+		// Keep ANTHROPIC_* variables and profile files out: the config says
+		// everything, which is what makes tests and replays hermetic.
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithHTTPClient(cfg.Client()),
+		option.WithMaxRetries(0), // provider.RetryPolicy decides
+		option.WithoutOpenTelemetry(),
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.ExtraBody)) {
+		opts = append(opts, option.WithJSONSet(k, cfg.ExtraBody[k]))
+	}
+	client := sdk.NewClient(opts...)
+	return &Model{cfg: cfg, messages: client.Messages}, nil
+}
+
+// Identity implements llm.Identified.
+func (m *Model) Identity() llm.Identity { return m.cfg.Identity() }
+
+// Config returns the model's configuration.
+func (m *Model) Config() provider.Config { return m.cfg.Clone() }
+
+// callOptions are the per-call options: credentials, error capture and the
+// request timeout (which also lifts the SDK's refusal of long non-streaming
+// calls; our own per-attempt context enforces the limit).
+func (m *Model) callOptions() ([]option.RequestOption, *provider.Capture, error) {
+	header, value, err := m.cfg.Credentials()
+	if err != nil {
+		return nil, nil, err
+	}
+	capture := &provider.Capture{}
+	timeout := m.cfg.AttemptTimeout()
+	if timeout <= 0 {
+		timeout = 365 * 24 * time.Hour
+	}
+	opts := []option.RequestOption{option.WithMiddleware(capture.Middleware), option.WithRequestTimeout(timeout)}
+	if header != "" {
+		opts = append(opts, option.WithHeader(header, value))
+	}
+	return opts, capture, nil
+}
+
+// Generate implements llm.ChatModel.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
+	return provider.Do(ctx, m.cfg, func(ctx context.Context) (*llm.Response, error) {
+		opts, capture, err := m.callOptions()
+		if err != nil {
+			return nil, err
+		}
+		msg, err := m.messages.New(ctx, params, opts...)
+		if err != nil {
+			return nil, m.classify(ctx, err, capture)
+		}
+		return response(msg), nil
+	})
+}
+
+// Stream implements llm.StreamingModel: text, thinking and tool-argument
+// deltas as they arrive, then a final chunk whose Response equals what
+// Generate returns for the same answer. A failure before the first chunk is
+// retried under the policy; after it, the error ends the stream.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		params, err := m.params(req)
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		r := m.cfg.NewRetrier()
+		defer r.Done()
+		for {
+			actx := r.Begin(ctx)
+			yielded, stopped := false, false
+			resp, err := m.streamOnce(actx, params, func(c llm.Chunk) bool {
+				yielded = true
+				if !yield(c, nil) {
+					stopped = true
+				}
+				return !stopped
+			})
+			if stopped {
+				return
+			}
+			if err == nil {
+				r.Done()
+				yield(llm.Chunk{Response: resp}, nil)
+				return
+			}
+			again, err := r.End(ctx, err, !yielded)
+			if !again {
+				yield(llm.Chunk{}, err)
+				return
+			}
+		}
+	}
+}
+
+// streamOnce runs one streaming attempt. emit returns false when the
+// consumer stopped; streamOnce then returns at once.
+func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emit func(llm.Chunk) bool) (*llm.Response, error) {
+	opts, capture, err := m.callOptions()
+	if err != nil {
+		return nil, err
+	}
+	stream := m.messages.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	var msg sdk.Message
+	tools := map[int64]int{} // content block index → tool call ordinal
+	complete := false
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, m.cfg.BadResponse(err)
+		}
+		var c llm.Chunk
+		switch ev.Type {
+		case "content_block_start":
+			if ev.ContentBlock.Type == "tool_use" {
+				n := len(tools)
+				tools[ev.Index] = n
+				c.ToolCallDelta = &llm.ToolCallDelta{Index: n, ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name}
+			}
+		case "content_block_delta":
+			switch ev.Delta.Type {
+			case "text_delta":
+				c.TextDelta = ev.Delta.Text
+			case "thinking_delta":
+				c.ThinkingDelta = ev.Delta.Thinking
+			case "input_json_delta":
+				if n, ok := tools[ev.Index]; ok && ev.Delta.PartialJSON != "" {
+					c.ToolCallDelta = &llm.ToolCallDelta{Index: n, ArgsDelta: ev.Delta.PartialJSON}
+				}
+			}
+		case "message_stop":
+			complete = true
+		}
+		if (c.TextDelta != "" || c.ThinkingDelta != "" || c.ToolCallDelta != nil) && !emit(c) {
+			return nil, nil
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, m.classify(ctx, err, capture)
+	}
+	if !complete {
+		return nil, m.cfg.Truncated("message_stop")
+	}
+	return response(&msg), nil
+}
+
+// classify maps an SDK or transport error to an *llm.Error.
+func (m *Model) classify(ctx context.Context, err error, capture *provider.Capture) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if f, ok := capture.Failure(); ok {
+		f.Err = err
+		return m.cfg.Classify(f)
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		// An error event inside a 200 stream.
+		f := provider.Failure{StatusCode: apiErr.StatusCode, Body: []byte(apiErr.RawJSON()), Err: err}
+		if apiErr.Response != nil {
+			f.Header = apiErr.Response.Header
+		}
+		e := m.cfg.Classify(f)
+		if e.RequestID == "" {
+			e.RequestID = apiErr.RequestID
+		}
+		return e
+	}
+	if c := m.cfg.ClassifyTransport(err); c != err {
+		return c
+	}
+	// A 2xx answer the SDK could not decode.
+	return m.cfg.BadResponse(err)
+}

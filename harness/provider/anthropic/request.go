@@ -1,0 +1,386 @@
+package anthropic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
+)
+
+// params translates a provider-neutral request into Messages API parameters.
+func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
+	p := sdk.MessageNewParams{Model: m.cfg.Model}
+	p.MaxTokens = int64(req.MaxTokens)
+	if p.MaxTokens <= 0 {
+		p.MaxTokens = int64(m.cfg.MaxTokens)
+	}
+	if p.MaxTokens <= 0 {
+		p.MaxTokens = provider.DefaultMaxTokens
+	}
+	for i, b := range req.System {
+		if b.Type != llm.BlockText {
+			return p, fmt.Errorf("anthropic: system block %d has type %s; the system prompt takes text only", i, b.Type)
+		}
+		if b.Text == "" {
+			continue
+		}
+		p.System = append(p.System, textBlock(b))
+	}
+	msgs, system, err := messages(req.Messages)
+	if err != nil {
+		return p, err
+	}
+	p.System = append(p.System, system...)
+	p.Messages = msgs
+	for _, t := range req.Tools {
+		tp, err := toolParam(t)
+		if err != nil {
+			return p, err
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
+	}
+	if tc := req.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case llm.ToolChoiceAuto, "":
+			p.ToolChoice = sdk.ToolChoiceUnionParam{OfAuto: &sdk.ToolChoiceAutoParam{}}
+		case llm.ToolChoiceAny:
+			p.ToolChoice = sdk.ToolChoiceUnionParam{OfAny: &sdk.ToolChoiceAnyParam{}}
+		case llm.ToolChoiceNone:
+			p.ToolChoice = sdk.ToolChoiceUnionParam{OfNone: &sdk.ToolChoiceNoneParam{}}
+		case llm.ToolChoiceTool:
+			p.ToolChoice = sdk.ToolChoiceUnionParam{OfTool: &sdk.ToolChoiceToolParam{Name: tc.Name}}
+		default:
+			return p, fmt.Errorf("anthropic: unknown tool choice mode %q", tc.Mode)
+		}
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		schema, err := objectSchema(rf.Schema)
+		if err != nil {
+			return p, fmt.Errorf("anthropic: response format %s: %w", rf.Name, err)
+		}
+		closeObjects(schema)
+		p.OutputConfig.Format = sdk.JSONOutputFormatParam{Schema: schema}
+	}
+	if th := req.Thinking; th != nil {
+		if th.BudgetTokens <= 0 || adaptiveOnly(m.cfg.Model) {
+			p.Thinking = sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{}}
+		} else {
+			p.Thinking = sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(max(th.BudgetTokens, 1024))}}
+		}
+	}
+	p.StopSequences = req.StopSequences
+	// Temperature, TopP and Seed are not sent: API version 2026-10-21 rejects
+	// sampling parameters with a 400 and has no seed (see the package doc).
+	return p, nil
+}
+
+// modelVersion reads "claude-<family>-<major>[-<minor>]" model ids.
+var modelVersion = regexp.MustCompile(`^claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)`)
+
+// adaptiveOnly reports models that reject budget-based thinking: Opus 4.7
+// and every model from generation 5 on (Fable and Mythos included).
+func adaptiveOnly(model string) bool {
+	m := modelVersion.FindStringSubmatch(model)
+	if m == nil {
+		return false
+	}
+	if m[1] == "fable" || m[1] == "mythos" {
+		return true
+	}
+	major, _ := strconv.Atoi(m[2])
+	minor, _ := strconv.Atoi(m[3])
+	return major >= 5 || (major == 4 && minor >= 7)
+}
+
+func cacheControl(c *llm.CacheControl) sdk.CacheControlEphemeralParam {
+	p := sdk.NewCacheControlEphemeralParam()
+	if c.TTL != "" {
+		p.TTL = sdk.CacheControlEphemeralTTL(c.TTL)
+	}
+	return p
+}
+
+func textBlock(b llm.Block) sdk.TextBlockParam {
+	t := sdk.TextBlockParam{Text: b.Text}
+	if b.CacheControl != nil {
+		t.CacheControl = cacheControl(b.CacheControl)
+	}
+	return t
+}
+
+// messages converts the conversation. Leading system messages join the
+// system prompt; later ones stay in place as system-role messages. Tool
+// results become tool_result blocks of a user turn, and consecutive turns of
+// the same role are merged, as the API expects.
+func messages(in []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error) {
+	var out []sdk.MessageParam
+	var system []sdk.TextBlockParam
+	leading := true
+	for i, m := range in {
+		switch m.Role {
+		case llm.RoleSystem:
+			var blocks []sdk.TextBlockParam
+			for _, b := range m.Content {
+				if b.Type == llm.BlockText && b.Text != "" {
+					blocks = append(blocks, textBlock(b))
+				}
+			}
+			if leading {
+				system = append(system, blocks...)
+			} else if len(blocks) > 0 {
+				out = append(out, sdk.MessageParam{OfSystem: &sdk.SystemMessageParam{Content: blocks}})
+			}
+			continue
+		case llm.RoleUser:
+			blocks, err := contentBlocks(m.Content, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = appendTurn(out, llm.RoleUser, blocks)
+		case llm.RoleAssistant:
+			blocks, err := assistantBlocks(m, i)
+			if err != nil {
+				return nil, nil, err
+			}
+			out = appendTurn(out, llm.RoleAssistant, blocks)
+		case llm.RoleTool:
+			out = appendTurn(out, llm.RoleUser, []sdk.ContentBlockParamUnion{toolResult(m)})
+		default:
+			return nil, nil, fmt.Errorf("anthropic: message %d has unknown role %q", i, m.Role)
+		}
+		leading = false
+	}
+	return out, system, nil
+}
+
+func appendTurn(out []sdk.MessageParam, role llm.Role, blocks []sdk.ContentBlockParamUnion) []sdk.MessageParam {
+	if len(blocks) == 0 {
+		return out
+	}
+	if n := len(out); n > 0 {
+		last := &out[n-1]
+		switch {
+		case role == llm.RoleUser && last.OfUser != nil:
+			last.OfUser.Content = append(last.OfUser.Content, blocks...)
+			return out
+		case role == llm.RoleAssistant && last.OfAssistant != nil:
+			last.OfAssistant.Content = append(last.OfAssistant.Content, blocks...)
+			return out
+		}
+	}
+	if role == llm.RoleUser {
+		return append(out, sdk.MessageParam{OfUser: &sdk.UserMessageParam{Content: blocks}})
+	}
+	return append(out, sdk.MessageParam{OfAssistant: &sdk.AssistantMessageParam{Content: blocks}})
+}
+
+// contentBlocks converts user content: text, images and PDF/text documents.
+func contentBlocks(in []llm.Block, msg int) ([]sdk.ContentBlockParamUnion, error) {
+	var out []sdk.ContentBlockParamUnion
+	for j, b := range in {
+		switch b.Type {
+		case llm.BlockText:
+			if b.Text == "" {
+				continue
+			}
+			t := textBlock(b)
+			out = append(out, sdk.ContentBlockParamUnion{OfText: &t})
+		case llm.BlockImage:
+			img := &sdk.ImageBlockParam{}
+			switch {
+			case b.Data != "":
+				img.Source.OfBase64 = &sdk.Base64ImageSourceParam{Data: b.Data, MediaType: sdk.Base64ImageSourceMediaType(b.MediaType)}
+			case b.URL != "":
+				img.Source.OfURL = &sdk.URLImageSourceParam{URL: b.URL}
+			default:
+				return nil, fmt.Errorf("anthropic: message %d block %d: image has neither data nor url", msg, j)
+			}
+			if b.CacheControl != nil {
+				img.CacheControl = cacheControl(b.CacheControl)
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfImage: img})
+		case llm.BlockFile:
+			doc := &sdk.DocumentBlockParam{}
+			switch {
+			case b.URL != "":
+				doc.Source.OfURL = &sdk.URLPDFSourceParam{URL: b.URL}
+			case b.MediaType == "application/pdf":
+				doc.Source.OfBase64 = &sdk.Base64PDFSourceParam{Data: b.Data}
+			case strings.HasPrefix(b.MediaType, "text/"):
+				doc.Source.OfText = &sdk.PlainTextSourceParam{Data: b.Data}
+			default:
+				return nil, fmt.Errorf("anthropic: message %d block %d: files of type %q are not supported (PDF or text only)", msg, j, b.MediaType)
+			}
+			if b.CacheControl != nil {
+				doc.CacheControl = cacheControl(b.CacheControl)
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfDocument: doc})
+		case llm.BlockThinking, llm.BlockRedactedThinking:
+			// Thinking belongs to assistant turns only.
+		default:
+			return nil, fmt.Errorf("anthropic: message %d block %d: %s content is not supported", msg, j, b.Type)
+		}
+	}
+	return out, nil
+}
+
+// ownSignature reports whether a thinking signature came from Anthropic.
+// Other adapters store their opaque reasoning state as "<scheme>:<payload>";
+// Anthropic signatures are base64 and never contain a colon.
+func ownSignature(sig string) bool { return sig != "" && !strings.Contains(sig, ":") }
+
+// assistantBlocks converts an assistant turn: thinking first (with its
+// signature, verbatim), then text, then one tool_use per call.
+func assistantBlocks(m llm.Message, msg int) ([]sdk.ContentBlockParamUnion, error) {
+	var out []sdk.ContentBlockParamUnion
+	for j, b := range m.Content {
+		switch b.Type {
+		case llm.BlockThinking:
+			if !ownSignature(b.Signature) {
+				continue // unsigned or foreign thinking cannot be replayed to Claude
+			}
+			out = append(out, sdk.ContentBlockParamUnion{OfThinking: &sdk.ThinkingBlockParam{Thinking: b.Thinking, Signature: b.Signature}})
+		case llm.BlockRedactedThinking:
+			if b.Redacted != "" && ownSignature(b.Redacted) {
+				out = append(out, sdk.ContentBlockParamUnion{OfRedactedThinking: &sdk.RedactedThinkingBlockParam{Data: b.Redacted}})
+			}
+		case llm.BlockText:
+			if b.Text == "" {
+				continue
+			}
+			t := textBlock(b)
+			out = append(out, sdk.ContentBlockParamUnion{OfText: &t})
+		default:
+			return nil, fmt.Errorf("anthropic: message %d block %d: assistant turns cannot carry %s content", msg, j, b.Type)
+		}
+	}
+	for _, tc := range m.ToolCalls {
+		out = append(out, toolUse(tc.ID, tc.Name, tc.Args))
+	}
+	// A call whose arguments did not parse is still answered by a tool
+	// result, so it must appear as a tool_use for the pairing to hold.
+	for _, tc := range m.InvalidToolCalls {
+		out = append(out, toolUse(tc.ID, tc.Name, nil))
+	}
+	return out, nil
+}
+
+func toolUse(id, name string, args json.RawMessage) sdk.ContentBlockParamUnion {
+	input := json.RawMessage("{}")
+	if len(bytes.TrimSpace(args)) > 0 && json.Valid(args) {
+		input = args
+	}
+	return sdk.ContentBlockParamUnion{OfToolUse: &sdk.ToolUseBlockParam{ID: id, Name: name, Input: input}}
+}
+
+// toolResult converts a tool message. A cache marker on its last block
+// becomes the tool_result's marker.
+func toolResult(m llm.Message) sdk.ContentBlockParamUnion {
+	r := &sdk.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+	if m.IsError {
+		r.IsError = sdk.Bool(true)
+	}
+	for _, b := range m.Content {
+		switch b.Type {
+		case llm.BlockText:
+			if b.Text != "" {
+				r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: b.Text}})
+			}
+		case llm.BlockImage:
+			img := &sdk.ImageBlockParam{}
+			if b.Data != "" {
+				img.Source.OfBase64 = &sdk.Base64ImageSourceParam{Data: b.Data, MediaType: sdk.Base64ImageSourceMediaType(b.MediaType)}
+			} else {
+				img.Source.OfURL = &sdk.URLImageSourceParam{URL: b.URL}
+			}
+			r.Content = append(r.Content, sdk.ToolResultBlockParamContentUnion{OfImage: img})
+		}
+	}
+	if n := len(m.Content); n > 0 && m.Content[n-1].CacheControl != nil {
+		r.CacheControl = cacheControl(m.Content[n-1].CacheControl)
+	}
+	return sdk.ContentBlockParamUnion{OfToolResult: r}
+}
+
+func toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
+	schema, err := objectSchema(t.Parameters)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: tool %s: %w", t.Name, err)
+	}
+	in := sdk.ToolInputSchemaParam{}
+	extra := map[string]any{}
+	for k, v := range schema {
+		switch k {
+		case "type":
+		case "properties":
+			in.Properties = v
+		case "required":
+			req, ok := v.([]any)
+			if !ok {
+				return nil, fmt.Errorf("anthropic: tool %s: required must be a list of names", t.Name)
+			}
+			for _, r := range req {
+				s, ok := r.(string)
+				if !ok {
+					return nil, fmt.Errorf("anthropic: tool %s: required must be a list of names", t.Name)
+				}
+				in.Required = append(in.Required, s)
+			}
+		default:
+			extra[k] = v
+		}
+	}
+	if len(extra) > 0 {
+		in.ExtraFields = extra
+	}
+	tp := &sdk.ToolParam{Name: t.Name, InputSchema: in}
+	if t.Description != "" {
+		tp.Description = sdk.String(t.Description)
+	}
+	if t.CacheControl != nil {
+		tp.CacheControl = cacheControl(t.CacheControl)
+	}
+	return tp, nil
+}
+
+// objectSchema parses a JSON Schema document that must describe an object.
+func objectSchema(raw json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("schema is not a JSON object: %w", err)
+	}
+	if t, ok := s["type"]; ok && t != "object" {
+		return nil, fmt.Errorf("schema type is %v; it must be object", t)
+	}
+	return s, nil
+}
+
+// closeObjects sets additionalProperties false on every object schema that
+// does not say otherwise: structured outputs require closed objects.
+func closeObjects(v any) {
+	switch s := v.(type) {
+	case map[string]any:
+		if s["type"] == "object" {
+			if _, ok := s["additionalProperties"]; !ok {
+				s["additionalProperties"] = false
+			}
+		}
+		for _, child := range s {
+			closeObjects(child)
+		}
+	case []any:
+		for _, child := range s {
+			closeObjects(child)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package recorded
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+)
+
+// The recordings are verbatim copies of ../shared/testdata/recorded (MIT,
+// pydantic-ai; see testdata/LICENSE-pydantic-ai).
+//
+//go:embed testdata
+var files embed.FS
+
+// Files lists the recordings, e.g. "test_anthropic/test_anthropic_tool_output.yaml", sorted.
+func Files() []string {
+	var out []string
+	_ = fs.WalkDir(files, "testdata", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") {
+			out = append(out, strings.TrimPrefix(p, "testdata/"))
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out
+}
+
+// Interaction is one recorded request and its answer.
+type Interaction struct {
+	Method string
+	URL    *url.URL
+	// RequestBody is the JSON the original client sent.
+	RequestBody []byte
+	Status      int
+	Header      http.Header
+	// Body is the response body as the server sent it (JSON or SSE text).
+	Body []byte
+}
+
+// Streamed reports whether the answer is a server-sent event stream.
+func (i Interaction) Streamed() bool {
+	return strings.HasPrefix(i.Header.Get("Content-Type"), "text/event-stream")
+}
+
+// Cassette is one recording.
+type Cassette struct {
+	Name         string
+	Interactions []Interaction
+}
+
+type vcrFile struct {
+	Interactions []struct {
+		Request struct {
+			Method     string              `yaml:"method"`
+			URI        string              `yaml:"uri"`
+			Headers    map[string][]string `yaml:"headers"`
+			Body       any                 `yaml:"body"`
+			ParsedBody any                 `yaml:"parsed_body"`
+		} `yaml:"request"`
+		Response struct {
+			Status struct {
+				Code    int    `yaml:"code"`
+				Message string `yaml:"message"`
+			} `yaml:"status"`
+			Headers    map[string][]string `yaml:"headers"`
+			Body       map[string]any      `yaml:"body"`
+			ParsedBody any                 `yaml:"parsed_body"`
+		} `yaml:"response"`
+	} `yaml:"interactions"`
+	Version int `yaml:"version"`
+}
+
+// Load reads one recording by its name under testdata.
+func Load(name string) (*Cassette, error) {
+	data, err := files.ReadFile(path.Join("testdata", name))
+	if err != nil {
+		return nil, err
+	}
+	var f vcrFile
+	if err := yaml.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))
+	}
+	c := &Cassette{Name: name}
+	for n, raw := range f.Interactions {
+		u, err := url.Parse(raw.Request.URI)
+		if err != nil {
+			return nil, fmt.Errorf("%s: interaction %d: %w", name, n, err)
+		}
+		in := Interaction{Method: raw.Request.Method, URL: u, Status: raw.Response.Status.Code, Header: http.Header{}}
+		for k, vs := range raw.Response.Headers {
+			for _, v := range vs {
+				in.Header.Add(k, v)
+			}
+		}
+		if in.RequestBody, err = bodyOf(raw.Request.ParsedBody, raw.Request.Body); err != nil {
+			return nil, fmt.Errorf("%s: interaction %d request: %w", name, n, err)
+		}
+		var respBody any
+		if s, ok := raw.Response.Body["string"]; ok {
+			respBody = s
+		}
+		if in.Body, err = bodyOf(raw.Response.ParsedBody, respBody); err != nil {
+			return nil, fmt.Errorf("%s: interaction %d response: %w", name, n, err)
+		}
+		// The recorded lengths describe the original (possibly compressed)
+		// bytes, not the body served here.
+		in.Header.Del("Content-Length")
+		in.Header.Del("Transfer-Encoding")
+		in.Header.Del("Content-Encoding")
+		c.Interactions = append(c.Interactions, in)
+	}
+	return c, nil
+}
+
+// MustLoad is Load for tests.
+func MustLoad(t testing.TB, name string) *Cassette {
+	t.Helper()
+	c, err := Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func bodyOf(parsed, raw any) ([]byte, error) {
+	if parsed != nil {
+		return json.Marshal(parsed)
+	}
+	switch b := raw.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []byte(b), nil
+	}
+	return nil, fmt.Errorf("unsupported body of type %T", raw)
+}
+
+// BaseURL is the API root of the recording's first request with the
+// endpoint removed: "" for .../v1/messages, "/v1" for .../v1/chat/completions.
+func (c *Cassette) BaseURL() string {
+	if len(c.Interactions) == 0 {
+		return ""
+	}
+	p := c.Interactions[0].URL.Path
+	for _, suffix := range []string{"/v1/messages", "/chat/completions", "/responses"} {
+		if strings.HasSuffix(p, suffix) {
+			return strings.TrimSuffix(p, suffix)
+		}
+	}
+	return p
+}
+
+// Request is a request the test server received.
+type Request struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the request body.
+func (r Request) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("request body is not JSON: %v\n%s", err, r.Body)
+	}
+	return m
+}
+
+// Server answers requests with a cassette's interactions in recorded order,
+// checking method and path. It is a loopback httptest server.
+type Server struct {
+	*httptest.Server
+	t        testing.TB
+	cassette *Cassette
+	mu       sync.Mutex
+	next     int
+	received []Request
+}
+
+// Serve starts a server for c that is closed when the test ends.
+func Serve(t testing.TB, c *Cassette) *Server {
+	t.Helper()
+	s := &Server{t: t, cassette: c}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// BaseURL is the server's URL plus the recording's API root.
+func (s *Server) BaseURL() string { return s.URL + s.cassette.BaseURL() }
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	idx := s.next
+	s.next++
+	s.received = append(s.received, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.mu.Unlock()
+	if idx >= len(s.cassette.Interactions) {
+		s.t.Errorf("%s: unexpected request %d (%s %s): the recording has only %d", s.cassette.Name, idx, r.Method, r.URL.Path, len(s.cassette.Interactions))
+		http.Error(w, "no more recorded interactions", http.StatusTeapot)
+		return
+	}
+	in := s.cassette.Interactions[idx]
+	if r.Method != in.Method || r.URL.Path != in.URL.Path {
+		s.t.Errorf("%s: request %d is %s %s, recorded %s %s", s.cassette.Name, idx, r.Method, r.URL.Path, in.Method, in.URL.Path)
+		http.Error(w, "request does not match the recording", http.StatusTeapot)
+		return
+	}
+	for k, vs := range in.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(in.Status)
+	_, _ = io.Copy(w, bytes.NewReader(in.Body))
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.received)
+}
+
+// Served is the number of requests answered so far.
+func (s *Server) Served() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}

@@ -1,0 +1,584 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/respjson"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
+)
+
+// Signature schemes for provider state kept in thinking blocks. Anthropic
+// signatures never contain a colon, so each adapter recognises its own.
+const (
+	geminiMessageSig = "gemini:"      // Gemini thought signature of a message
+	geminiCallSig    = "gemini-call:" // "gemini-call:<call id>:<signature>"
+)
+
+// chatParams translates a request into Chat Completions parameters.
+func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNewParams, error) {
+	p := sdk.ChatCompletionNewParams{Model: m.cfg.Model}
+	if sys := req.SystemText(); sys != "" {
+		p.Messages = append(p.Messages, sdk.SystemMessage(sys))
+	}
+	for i, msg := range req.Messages {
+		mp, err := chatMessage(msg, i)
+		if err != nil {
+			return p, err
+		}
+		if mp != nil {
+			p.Messages = append(p.Messages, *mp)
+		}
+	}
+	for _, t := range req.Tools {
+		params, err := schemaMap(t.Parameters)
+		if err != nil {
+			return p, fmt.Errorf("openai: tool %s: %w", t.Name, err)
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
+		if t.Description != "" {
+			fd.Description = param.NewOpt(t.Description)
+		}
+		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(fd))
+	}
+	if tc := req.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case llm.ToolChoiceAuto, "":
+			p.ToolChoice.OfAuto = param.NewOpt("auto")
+		case llm.ToolChoiceAny:
+			p.ToolChoice.OfAuto = param.NewOpt("required")
+		case llm.ToolChoiceNone:
+			p.ToolChoice.OfAuto = param.NewOpt("none")
+		case llm.ToolChoiceTool:
+			p.ToolChoice.OfFunctionToolChoice = &sdk.ChatCompletionNamedToolChoiceParam{Function: sdk.ChatCompletionNamedToolChoiceFunctionParam{Name: tc.Name}}
+		default:
+			return p, fmt.Errorf("openai: unknown tool choice mode %q", tc.Mode)
+		}
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		schema, err := schemaMap(rf.Schema)
+		if err != nil {
+			return p, fmt.Errorf("openai: response format %s: %w", rf.Name, err)
+		}
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: formatName(rf.Name), Schema: schema}
+		js.Strict = param.NewOpt(rf.Strict && strictCompatible(schema))
+		if rf.Description != "" {
+			js.Description = param.NewOpt(rf.Description)
+		}
+		p.ResponseFormat.OfJSONSchema = &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}
+	}
+	if n := m.maxTokens(req); n > 0 {
+		// OpenAI itself wants max_completion_tokens; compatible servers know
+		// the older max_tokens.
+		if m.cfg.Kind == provider.KindOpenAI {
+			p.MaxCompletionTokens = param.NewOpt(int64(n))
+		} else {
+			p.MaxTokens = param.NewOpt(int64(n))
+		}
+	}
+	if req.Temperature != nil {
+		p.Temperature = param.NewOpt(*req.Temperature)
+	}
+	if req.TopP != nil {
+		p.TopP = param.NewOpt(*req.TopP)
+	}
+	if req.Seed != nil {
+		p.Seed = param.NewOpt(*req.Seed)
+	}
+	if len(req.StopSequences) > 0 {
+		p.Stop.OfStringArray = req.StopSequences
+	}
+	if req.Thinking != nil && m.cfg.Kind == provider.KindOpenAI {
+		p.ReasoningEffort = effort(req.Thinking.BudgetTokens)
+	}
+	if stream {
+		p.StreamOptions.IncludeUsage = param.NewOpt(true)
+	}
+	return p, nil
+}
+
+func (m *Model) maxTokens(req *llm.Request) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return m.cfg.MaxTokens
+}
+
+// effort maps a thinking budget to a reasoning effort.
+func effort(budget int) shared.ReasoningEffort {
+	switch {
+	case budget <= 0:
+		return shared.ReasoningEffortMedium
+	case budget <= 2048:
+		return shared.ReasoningEffortLow
+	case budget <= 16384:
+		return shared.ReasoningEffortMedium
+	}
+	return shared.ReasoningEffortHigh
+}
+
+// chatMessage converts one message; it returns nil for messages with
+// nothing to send.
+func chatMessage(msg llm.Message, i int) (*sdk.ChatCompletionMessageParamUnion, error) {
+	switch msg.Role {
+	case llm.RoleSystem:
+		text := llm.ConcatText(msg.Content)
+		if text == "" {
+			return nil, nil
+		}
+		p := sdk.SystemMessage(text)
+		return &p, nil
+	case llm.RoleUser:
+		parts, onlyText, err := userParts(msg.Content, i)
+		if err != nil {
+			return nil, err
+		}
+		if len(parts) == 0 {
+			return nil, nil
+		}
+		u := &sdk.ChatCompletionUserMessageParam{}
+		if onlyText {
+			// Plain string content is what every compatible server accepts.
+			u.Content.OfString = param.NewOpt(msg.Text())
+		} else {
+			u.Content.OfArrayOfContentParts = parts
+		}
+		return &sdk.ChatCompletionMessageParamUnion{OfUser: u}, nil
+	case llm.RoleAssistant:
+		a := &sdk.ChatCompletionAssistantMessageParam{}
+		if text := msg.Text(); text != "" {
+			a.Content.OfString = param.NewOpt(text)
+		}
+		callSigs := map[string]string{}
+		for _, b := range msg.Content {
+			if b.Type != llm.BlockThinking {
+				continue
+			}
+			if sig, ok := strings.CutPrefix(b.Signature, geminiMessageSig); ok {
+				a.SetExtraFields(map[string]any{"extra_content": googleSignature(sig)})
+			}
+			if rest, ok := strings.CutPrefix(b.Signature, geminiCallSig); ok {
+				if id, sig, ok := strings.Cut(rest, ":"); ok {
+					callSigs[id] = sig
+				}
+			}
+		}
+		for _, tc := range msg.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, toolCallParam(tc.ID, tc.Name, argsString(tc.Args), callSigs[tc.ID]))
+		}
+		for _, tc := range msg.InvalidToolCalls {
+			a.ToolCalls = append(a.ToolCalls, toolCallParam(tc.ID, tc.Name, tc.Args, callSigs[tc.ID]))
+		}
+		if a.Content.OfString.Valid() || len(a.ToolCalls) > 0 {
+			return &sdk.ChatCompletionMessageParamUnion{OfAssistant: a}, nil
+		}
+		return nil, nil
+	case llm.RoleTool:
+		p := sdk.ToolMessage(msg.Text(), msg.ToolCallID)
+		return &p, nil
+	}
+	return nil, fmt.Errorf("openai: message %d has unknown role %q", i, msg.Role)
+}
+
+func googleSignature(sig string) map[string]any {
+	return map[string]any{"google": map[string]any{"thought_signature": sig}}
+}
+
+func toolCallParam(id, name, args, sig string) sdk.ChatCompletionMessageToolCallUnionParam {
+	call := &sdk.ChatCompletionMessageFunctionToolCallParam{ID: id, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: name, Arguments: args}}
+	if sig != "" {
+		call.SetExtraFields(map[string]any{"extra_content": googleSignature(sig)})
+	}
+	return sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: call}
+}
+
+func argsString(args json.RawMessage) string {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return "{}"
+	}
+	return string(args)
+}
+
+func userParts(blocks []llm.Block, i int) ([]sdk.ChatCompletionContentPartUnionParam, bool, error) {
+	var parts []sdk.ChatCompletionContentPartUnionParam
+	onlyText := true
+	for j, b := range blocks {
+		switch b.Type {
+		case llm.BlockText:
+			if b.Text != "" {
+				parts = append(parts, sdk.TextContentPart(b.Text))
+			}
+		case llm.BlockImage:
+			url := b.URL
+			if b.Data != "" {
+				url = "data:" + b.MediaType + ";base64," + b.Data
+			}
+			if url == "" {
+				return nil, false, fmt.Errorf("openai: message %d block %d: image has neither data nor url", i, j)
+			}
+			parts = append(parts, sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{URL: url}))
+			onlyText = false
+		case llm.BlockFile:
+			if b.Data == "" {
+				return nil, false, fmt.Errorf("openai: message %d block %d: Chat Completions takes files as inline data only", i, j)
+			}
+			parts = append(parts, sdk.FileContentPart(sdk.ChatCompletionContentPartFileFileParam{FileData: param.NewOpt("data:" + b.MediaType + ";base64," + b.Data)}))
+			onlyText = false
+		case llm.BlockThinking, llm.BlockRedactedThinking:
+		default:
+			return nil, false, fmt.Errorf("openai: message %d block %d: %s content is not supported", i, j, b.Type)
+		}
+	}
+	return parts, onlyText, nil
+}
+
+// chatResult is one Chat Completions answer, whole or accumulated from a
+// stream; both paths end in response, so they give equal results.
+type chatResult struct {
+	id, model     string
+	content       strings.Builder
+	refusal       string
+	reasoning     strings.Builder
+	signature     string // Gemini thought signature of the message
+	calls         []*chatCall
+	finish        string
+	usage         sdk.CompletionUsage
+	usagePresent  bool
+	choicePresent bool
+}
+
+type chatCall struct {
+	id, name, signature string
+	args                strings.Builder
+}
+
+func chatResultOf(c *sdk.ChatCompletion) (*chatResult, error) {
+	r := &chatResult{id: c.ID, model: c.Model, usage: c.Usage, usagePresent: c.JSON.Usage.Valid()}
+	if len(c.Choices) == 0 {
+		return nil, errors.New("the answer has no choices")
+	}
+	ch := c.Choices[0]
+	r.choicePresent = true
+	r.finish = ch.FinishReason
+	msg := ch.Message
+	r.content.WriteString(msg.Content)
+	r.refusal = msg.Refusal
+	r.reasoning.WriteString(reasoningOf(msg.JSON.ExtraFields))
+	r.signature = signatureOf(msg.JSON.ExtraFields)
+	for _, tc := range msg.ToolCalls {
+		call := &chatCall{id: tc.ID, name: tc.Function.Name, signature: rawSignature(tc.RawJSON())}
+		call.args.WriteString(tc.Function.Arguments)
+		r.calls = append(r.calls, call)
+	}
+	return r, nil
+}
+
+// reasoningOf reads the reasoning text compatible servers add to messages
+// and deltas: vLLM and DeepSeek use reasoning_content, OpenRouter and
+// Ollama reasoning.
+func reasoningOf(extra map[string]respjson.Field) string {
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		if f, ok := extra[key]; ok {
+			var s string
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// signatureOf reads Gemini's thought signature from extra_content.
+func signatureOf(extra map[string]respjson.Field) string {
+	f, ok := extra["extra_content"]
+	if !ok {
+		return ""
+	}
+	var ec extraContent
+	if json.Unmarshal([]byte(f.Raw()), &ec) != nil {
+		return ""
+	}
+	return ec.Google.ThoughtSignature
+}
+
+type extraContent struct {
+	Google struct {
+		ThoughtSignature string `json:"thought_signature"`
+	} `json:"google"`
+}
+
+// rawSignature reads the signature from an object's raw JSON, for SDK
+// union types that do not expose extra fields.
+func rawSignature(raw string) string {
+	var obj struct {
+		ExtraContent extraContent `json:"extra_content"`
+	}
+	if raw == "" || json.Unmarshal([]byte(raw), &obj) != nil {
+		return ""
+	}
+	return obj.ExtraContent.Google.ThoughtSignature
+}
+
+// add folds one stream chunk into the result.
+func (r *chatResult) add(c *sdk.ChatCompletionChunk, emit func(llm.Chunk) bool) bool {
+	if r.id == "" {
+		r.id = c.ID
+	}
+	if r.model == "" {
+		r.model = c.Model
+	}
+	if c.JSON.Usage.Valid() && c.Usage.JSON.PromptTokens.Valid() {
+		r.usage, r.usagePresent = c.Usage, true
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		r.choicePresent = true
+		d := ch.Delta
+		if ch.FinishReason != "" {
+			r.finish = ch.FinishReason
+		}
+		if sig := signatureOf(d.JSON.ExtraFields); sig != "" {
+			r.signature = sig
+		}
+		if th := reasoningOf(d.JSON.ExtraFields); th != "" {
+			r.reasoning.WriteString(th)
+			if !emit(llm.Chunk{ThinkingDelta: th}) {
+				return false
+			}
+		}
+		if d.Content != "" {
+			r.content.WriteString(d.Content)
+			if !emit(llm.Chunk{TextDelta: d.Content}) {
+				return false
+			}
+		}
+		r.refusal += d.Refusal
+		for _, tc := range d.ToolCalls {
+			idx := int(tc.Index)
+			if idx < 0 {
+				idx = 0 // some servers send -1 for a single call
+			}
+			for len(r.calls) <= idx {
+				r.calls = append(r.calls, &chatCall{})
+			}
+			call := r.calls[idx]
+			if tc.ID != "" {
+				call.id = tc.ID
+			}
+			call.name += tc.Function.Name
+			call.args.WriteString(tc.Function.Arguments)
+			if sig := signatureOf(tc.JSON.ExtraFields); sig != "" {
+				call.signature = sig
+			}
+			if tc.ID != "" || tc.Function.Name != "" || tc.Function.Arguments != "" {
+				if !emit(llm.Chunk{ToolCallDelta: &llm.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, ArgsDelta: tc.Function.Arguments}}) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// response builds the provider-neutral answer. nMessages (the request's
+// message count) makes synthesised tool-call ids unique across turns.
+func (r *chatResult) response(nMessages int) *llm.Response {
+	out := llm.Message{Role: llm.RoleAssistant}
+	if th := r.reasoning.String(); th != "" {
+		out.Content = append(out.Content, llm.Block{Type: llm.BlockThinking, Thinking: th})
+	}
+	if r.signature != "" {
+		out.Content = append(out.Content, llm.Block{Type: llm.BlockThinking, Signature: geminiMessageSig + r.signature})
+	}
+	if text := r.content.String(); text != "" {
+		out.Content = append(out.Content, llm.TextBlock(text))
+	}
+	if r.refusal != "" {
+		out.Content = append(out.Content, llm.TextBlock(r.refusal))
+	}
+	for i, c := range r.calls {
+		if c.name == "" && c.args.Len() == 0 {
+			continue // a hole left by sparse stream indices
+		}
+		id := c.id
+		if id == "" {
+			id = synthesizeID(r.id, nMessages, i, c.name, c.args.String())
+		}
+		if c.signature != "" {
+			out.Content = append(out.Content, llm.Block{Type: llm.BlockThinking, Signature: geminiCallSig + id + ":" + c.signature})
+		}
+		args := strings.TrimSpace(c.args.String())
+		if args == "" {
+			args = "{}"
+		}
+		var v any
+		if err := json.Unmarshal([]byte(args), &v); err != nil {
+			out.InvalidToolCalls = append(out.InvalidToolCalls, llm.InvalidToolCall{ID: id, Name: c.name, Args: c.args.String(), Error: "arguments are not valid JSON: " + err.Error()})
+			continue
+		}
+		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: id, Name: c.name, Args: compact(args)})
+	}
+	usage := chatUsage(r.usage)
+	u := usage
+	out.Usage = &u
+	return &llm.Response{Message: out, StopReason: finishReason(r.finish, len(out.ToolCalls)+len(out.InvalidToolCalls) > 0, r.refusal != ""), Usage: usage, Model: r.model}
+}
+
+// chatUsage splits prompt tokens into uncached input and cache traffic.
+func chatUsage(u sdk.CompletionUsage) llm.Usage {
+	cached := int(u.PromptTokensDetails.CachedTokens)
+	written := int(u.PromptTokensDetails.CacheWriteTokens)
+	return llm.Usage{
+		InputTokens:      max(int(u.PromptTokens)-cached-written, 0),
+		OutputTokens:     int(u.CompletionTokens),
+		CacheReadTokens:  cached,
+		CacheWriteTokens: written,
+	}
+}
+
+func finishReason(reason string, calls, refused bool) llm.StopReason {
+	switch {
+	case refused:
+		return llm.StopRefusal
+	case reason == "tool_calls" || reason == "function_call":
+		return llm.StopToolUse
+	case reason == "length":
+		return llm.StopMaxTokens
+	case reason == "content_filter":
+		return llm.StopContentFilter
+	case calls:
+		// Some servers (Ollama, Gemini) say "stop" while calling tools.
+		return llm.StopToolUse
+	case reason == "stop" || reason == "":
+		return llm.StopEndTurn
+	}
+	return llm.StopReason(reason)
+}
+
+func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewParams, nMessages int, emit func(llm.Chunk) bool) (*llm.Response, error) {
+	opts, capture, err := m.callOptions()
+	if err != nil {
+		return nil, err
+	}
+	stream := m.chat.NewStreaming(ctx, params, opts...)
+	defer stream.Close()
+	r := &chatResult{}
+	for stream.Next() {
+		c := stream.Current()
+		if !r.add(&c, emit) {
+			return nil, nil
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, m.classify(ctx, err, capture)
+	}
+	// The stream ends with [DONE]; without a finish reason it was cut off.
+	if !r.choicePresent || r.finish == "" {
+		return nil, m.cfg.Truncated("a finish_reason")
+	}
+	return r.response(nMessages), nil
+}
+
+func compact(s string) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(s)); err != nil {
+		return json.RawMessage(s)
+	}
+	return buf.Bytes()
+}
+
+// schemaMap parses a JSON Schema document describing an object.
+func schemaMap(raw json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("schema is not a JSON object: %w", err)
+	}
+	return s, nil
+}
+
+// strictCompatible reports whether OpenAI's strict mode accepts the schema:
+// every object closed (additionalProperties false) and listing all its
+// properties as required.
+func strictCompatible(v any) bool {
+	s, ok := v.(map[string]any)
+	if !ok {
+		return true
+	}
+	props, _ := s["properties"].(map[string]any)
+	if s["type"] == "object" || props != nil {
+		if s["additionalProperties"] != false {
+			return false
+		}
+		req := map[string]bool{}
+		if list, ok := s["required"].([]any); ok {
+			for _, r := range list {
+				if name, ok := r.(string); ok {
+					req[name] = true
+				}
+			}
+		}
+		for name := range props {
+			if !req[name] {
+				return false
+			}
+		}
+	}
+	var subs []any
+	for _, p := range props {
+		subs = append(subs, p)
+	}
+	subs = append(subs, s["items"])
+	for _, key := range []string{"anyOf", "oneOf", "allOf"} {
+		if list, ok := s[key].([]any); ok {
+			subs = append(subs, list...)
+		}
+	}
+	for _, key := range []string{"$defs", "definitions"} {
+		if defs, ok := s[key].(map[string]any); ok {
+			for _, d := range defs {
+				subs = append(subs, d)
+			}
+		}
+	}
+	for _, sub := range subs {
+		if !strictCompatible(sub) {
+			return false
+		}
+	}
+	return true
+}
+
+// formatName makes a schema name acceptable to the API (^[a-zA-Z0-9_-]{1,64}$).
+func formatName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('_')
+		}
+	}
+	s := b.String()
+	if s == "" {
+		s = "response"
+	}
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return s
+}

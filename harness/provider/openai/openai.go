@@ -1,0 +1,231 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
+)
+
+// DefaultBaseURL is the OpenAI API root.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// Model is a model behind OpenAI's Responses API or any Chat Completions
+// server. It implements llm.ChatModel, llm.StreamingModel and
+// llm.Identified and is safe for concurrent use.
+type Model struct {
+	cfg       provider.Config
+	chat      sdk.ChatCompletionService
+	responses responses.ResponseService
+}
+
+var (
+	_ llm.StreamingModel = (*Model)(nil)
+	_ llm.Identified     = (*Model)(nil)
+)
+
+// Register installs the adapter for provider.KindOpenAI and
+// provider.KindOpenAICompatible.
+func Register(r *provider.Resolver) error {
+	f := func(c provider.Config) (llm.ChatModel, error) { return New(c) }
+	return errors.Join(r.Register(provider.KindOpenAI, f), r.Register(provider.KindOpenAICompatible, f))
+}
+
+// New builds a model from cfg. It needs no API key; the key is looked up on
+// each live call. The SDK's own environment variables (OPENAI_BASE_URL,
+// OPENAI_ORG_ID, ...) are never read: the services are built from cfg alone.
+func New(cfg provider.Config) (*Model, error) {
+	cfg = cfg.Clone()
+	if cfg.Kind == "" {
+		cfg.Kind = provider.KindOpenAI
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = "openai"
+	}
+	if cfg.BaseURL == "" && cfg.Kind == provider.KindOpenAI {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.Kind != provider.KindOpenAI && cfg.Kind != provider.KindOpenAICompatible {
+		return nil, fmt.Errorf("openai: config is for kind %s", cfg.Kind)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ResponsesAPI() && cfg.Kind != provider.KindOpenAI {
+		return nil, fmt.Errorf("openai: provider %s speaks Chat Completions; the Responses API needs kind %s", cfg.Provider, provider.KindOpenAI)
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithHTTPClient(cfg.Client()),
+		option.WithMaxRetries(0), // provider.RetryPolicy decides
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(cfg.ExtraBody)) {
+		opts = append(opts, option.WithJSONSet(k, cfg.ExtraBody[k]))
+	}
+	return &Model{cfg: cfg, chat: sdk.NewChatCompletionService(opts...), responses: responses.NewResponseService(opts...)}, nil
+}
+
+// Identity implements llm.Identified.
+func (m *Model) Identity() llm.Identity { return m.cfg.Identity() }
+
+// Config returns the model's configuration.
+func (m *Model) Config() provider.Config { return m.cfg.Clone() }
+
+// callOptions are the per-call options: credentials and error capture.
+func (m *Model) callOptions() ([]option.RequestOption, *provider.Capture, error) {
+	header, value, err := m.cfg.Credentials()
+	if err != nil {
+		return nil, nil, err
+	}
+	capture := &provider.Capture{}
+	opts := []option.RequestOption{option.WithMiddleware(capture.Middleware)}
+	switch {
+	case header == "":
+	case strings.EqualFold(header, "Authorization") && strings.HasPrefix(value, "Bearer "):
+		opts = append(opts, option.WithAPIKey(strings.TrimPrefix(value, "Bearer ")))
+	default:
+		opts = append(opts, option.WithHeader(header, value))
+	}
+	return opts, capture, nil
+}
+
+// Generate implements llm.ChatModel.
+func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if m.cfg.ResponsesAPI() {
+		params, err := m.responsesParams(req)
+		if err != nil {
+			return nil, err
+		}
+		return provider.Do(ctx, m.cfg, func(ctx context.Context) (*llm.Response, error) {
+			opts, capture, err := m.callOptions()
+			if err != nil {
+				return nil, err
+			}
+			r, err := m.responses.New(ctx, params, opts...)
+			if err != nil {
+				return nil, m.classify(ctx, err, capture)
+			}
+			return m.fromResponse(r)
+		})
+	}
+	params, err := m.chatParams(req, false)
+	if err != nil {
+		return nil, err
+	}
+	return provider.Do(ctx, m.cfg, func(ctx context.Context) (*llm.Response, error) {
+		opts, capture, err := m.callOptions()
+		if err != nil {
+			return nil, err
+		}
+		c, err := m.chat.New(ctx, params, opts...)
+		if err != nil {
+			return nil, m.classify(ctx, err, capture)
+		}
+		res, err := chatResultOf(c)
+		if err != nil {
+			return nil, m.cfg.BadResponse(err)
+		}
+		return res.response(len(req.Messages)), nil
+	})
+}
+
+// Stream implements llm.StreamingModel: deltas as they arrive, then a final
+// chunk whose Response equals what Generate returns for the same answer. A
+// failure before the first chunk is retried under the policy.
+func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		var once func(ctx context.Context, emit func(llm.Chunk) bool) (*llm.Response, error)
+		if m.cfg.ResponsesAPI() {
+			params, err := m.responsesParams(req)
+			if err != nil {
+				yield(llm.Chunk{}, err)
+				return
+			}
+			once = func(ctx context.Context, emit func(llm.Chunk) bool) (*llm.Response, error) {
+				return m.streamResponses(ctx, params, emit)
+			}
+		} else {
+			params, err := m.chatParams(req, true)
+			if err != nil {
+				yield(llm.Chunk{}, err)
+				return
+			}
+			once = func(ctx context.Context, emit func(llm.Chunk) bool) (*llm.Response, error) {
+				return m.streamChat(ctx, params, len(req.Messages), emit)
+			}
+		}
+		r := m.cfg.NewRetrier()
+		defer r.Done()
+		for {
+			actx := r.Begin(ctx)
+			yielded, stopped := false, false
+			resp, err := once(actx, func(c llm.Chunk) bool {
+				yielded = true
+				stopped = !yield(c, nil)
+				return !stopped
+			})
+			if stopped {
+				return
+			}
+			if err == nil {
+				r.Done()
+				yield(llm.Chunk{Response: resp}, nil)
+				return
+			}
+			again, err := r.End(ctx, err, !yielded)
+			if !again {
+				yield(llm.Chunk{}, err)
+				return
+			}
+		}
+	}
+}
+
+// classify maps an SDK or transport error to an *llm.Error.
+func (m *Model) classify(ctx context.Context, err error, capture *provider.Capture) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if _, ok := llm.AsError(err); ok {
+		return err
+	}
+	if f, ok := capture.Failure(); ok {
+		f.Err = err
+		return m.cfg.Classify(f)
+	}
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		f := provider.Failure{StatusCode: apiErr.StatusCode, Err: err}
+		if raw := apiErr.RawJSON(); raw != "" {
+			f.Body = []byte(`{"error":` + raw + `}`)
+		}
+		if apiErr.Response != nil {
+			f.Header = apiErr.Response.Header
+		}
+		return m.cfg.Classify(f)
+	}
+	var streamErr *ssestream.StreamError
+	if errors.As(err, &streamErr) {
+		// An error document inside a 200 stream.
+		return m.cfg.Classify(provider.Failure{StatusCode: 200, Body: streamErr.Event.Data, Err: err})
+	}
+	if c := m.cfg.ClassifyTransport(err); c != err {
+		return c
+	}
+	// A 2xx answer the SDK could not decode.
+	return m.cfg.BadResponse(err)
+}

@@ -1,0 +1,416 @@
+package provider_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
+)
+
+// fakeModel records the configuration its factory received.
+type fakeModel struct{ cfg provider.Config }
+
+func (m *fakeModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if _, _, err := m.cfg.Credentials(); err != nil {
+		return nil, err
+	}
+	return &llm.Response{Message: llm.Assistant("ok")}, nil
+}
+
+func (m *fakeModel) Identity() llm.Identity { return m.cfg.Identity() }
+
+func env(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+func newResolver(t *testing.T, vars map[string]string) *provider.Resolver {
+	t.Helper()
+	r := provider.NewResolver(provider.Config{Getenv: env(vars)})
+	for _, k := range provider.Kinds() {
+		require.NoError(t, r.Register(k, func(c provider.Config) (llm.ChatModel, error) { return &fakeModel{cfg: c}, nil }))
+	}
+	return r
+}
+
+func TestResolveSpecsThroughEntries(t *testing.T) {
+	r := newResolver(t, nil)
+	require.NoError(t, r.SetEntry("local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "http://127.0.0.1:9999/v1", APIKeyEnv: "LOCAL_KEY"}))
+	tests := []struct {
+		spec, provider, model, kind, base, keyEnv string
+		responses                                 bool
+	}{
+		{"anthropic:claude-sonnet-4-6", "anthropic", "claude-sonnet-4-6", provider.KindAnthropic, "https://api.anthropic.com", "ANTHROPIC_API_KEY", false},
+		{"openai:gpt-5", "openai", "gpt-5", provider.KindOpenAI, "https://api.openai.com/v1", "OPENAI_API_KEY", true},
+		{"ollama:llama3:8b", "ollama", "llama3:8b", provider.KindOpenAICompatible, "http://localhost:11434/v1", "OLLAMA_API_KEY", false},
+		{"vllm:Qwen/Qwen3-32B", "vllm", "Qwen/Qwen3-32B", provider.KindOpenAICompatible, "http://localhost:8000/v1", "VLLM_API_KEY", false},
+		{"llamacpp:any", "llamacpp", "any", provider.KindOpenAICompatible, "http://localhost:8080/v1", "LLAMACPP_API_KEY", false},
+		{"openrouter:mistralai/mistral-small", "openrouter", "mistralai/mistral-small", provider.KindOpenAICompatible, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", false},
+		{"groq:llama-3.3-70b-versatile", "groq", "llama-3.3-70b-versatile", provider.KindOpenAICompatible, "https://api.groq.com/openai/v1", "GROQ_API_KEY", false},
+		{"gemini:gemini-2.5-pro", "gemini", "gemini-2.5-pro", provider.KindOpenAICompatible, "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", false},
+		{"local:model-a", "local", "model-a", provider.KindOpenAICompatible, "http://127.0.0.1:9999/v1", "LOCAL_KEY", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spec, func(t *testing.T) {
+			m, err := r.Resolve(tt.spec)
+			require.NoError(t, err, "resolving never needs a key")
+			c := m.(*fakeModel).cfg
+			assert.Equal(t, tt.provider, c.Provider)
+			assert.Equal(t, tt.model, c.Model)
+			assert.Equal(t, tt.kind, c.Kind)
+			assert.Equal(t, tt.base, c.BaseURL)
+			assert.Equal(t, tt.keyEnv, c.APIKeyEnv)
+			assert.Equal(t, tt.responses, c.ResponsesAPI())
+			id, ok := llm.IdentityOf(m)
+			require.True(t, ok)
+			assert.Equal(t, tt.spec, id.String())
+		})
+	}
+}
+
+func TestMissingKeyFailsOnlyAtCallTime(t *testing.T) {
+	r := newResolver(t, map[string]string{"GROQ_API_KEY": "gsk-test-1234567890"})
+	m, err := r.Resolve("anthropic:claude-haiku-4-5")
+	require.NoError(t, err)
+	_, err = m.Generate(context.Background(), &llm.Request{})
+	require.Error(t, err)
+	assert.True(t, llm.IsAuthentication(err))
+	assert.ErrorIs(t, err, provider.ErrNoAPIKey)
+	assert.Contains(t, err.Error(), "set ANTHROPIC_API_KEY")
+	assert.False(t, llm.IsRetryable(err))
+
+	// A local server needs no key; a set variable is used as a bearer token.
+	for spec, want := range map[string][2]string{
+		"ollama:llama3:8b":               {"", ""},
+		"groq:llama-3.3-70b-versatile":   {"Authorization", "Bearer gsk-test-1234567890"},
+		"anthropic:claude-sonnet-4-6-rp": {"", ""},
+	} {
+		c, err := r.Config(spec, nil)
+		require.NoError(t, err)
+		if strings.HasSuffix(spec, "-rp") {
+			c.Replay = true // replay needs no key either
+		}
+		h, v, err := c.Credentials()
+		require.NoError(t, err, spec)
+		assert.Equal(t, want, [2]string{h, v}, spec)
+	}
+}
+
+func TestAzureEntryNeedsItsEndpoint(t *testing.T) {
+	r := newResolver(t, map[string]string{"AZURE_OPENAI_API_KEY": "azure-secret-key-123"})
+	c, err := r.Config("azure:my-gpt5-deployment", nil)
+	require.NoError(t, err, "a missing endpoint variable is reported at call time, not at assembly")
+	_, _, err = c.Credentials()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "set AZURE_OPENAI_ENDPOINT")
+
+	r = newResolver(t, map[string]string{"AZURE_OPENAI_API_KEY": "azure-secret-key-123", "AZURE_OPENAI_ENDPOINT": "https://res.openai.azure.com"})
+	c, err = r.Config("azure:my-gpt5-deployment", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "https://res.openai.azure.com/openai/v1", c.BaseURL)
+	h, v, err := c.Credentials()
+	require.NoError(t, err)
+	assert.Equal(t, "api-key", h)
+	assert.Equal(t, "azure-secret-key-123", v)
+}
+
+func TestEntriesFromYAML(t *testing.T) {
+	src := `
+local:
+  kind: openai-compatible
+  base_url: http://localhost:8000/v1
+  api_key_env: LOCAL_KEY
+  headers:
+    X-Team: evals
+proxy:
+  kind: anthropic
+  base_url: https://llm-proxy.internal
+  api_key_env: PROXY_KEY
+`
+	var entries map[string]provider.Entry
+	require.NoError(t, yaml.UnmarshalWithOptions([]byte(src), &entries, yaml.Strict()))
+	r := newResolver(t, nil)
+	require.NoError(t, r.SetEntries(entries))
+	c, err := r.Config("local:model-a", nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"X-Team": "evals"}, c.Headers)
+	c, err = r.Config("proxy:claude-sonnet-4-6", nil)
+	require.NoError(t, err)
+	assert.Equal(t, provider.KindAnthropic, c.Kind)
+	assert.Equal(t, "https://llm-proxy.internal", c.BaseURL)
+	assert.Contains(t, r.Names(), "proxy")
+}
+
+func TestEntryValidation(t *testing.T) {
+	yes := true
+	tests := []struct {
+		name  string
+		entry provider.Entry
+		want  string
+	}{
+		{"local", provider.Entry{}, "provider entry local: kind is required"},
+		{"local", provider.Entry{Kind: "bedrock"}, `provider entry local: kind "bedrock" is not one of anthropic, openai, openai-compatible`},
+		{"local", provider.Entry{Kind: provider.KindOpenAICompatible}, "provider entry local: base_url is required for kind openai-compatible"},
+		{"local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "localhost:8000"}, `provider entry local: base_url "localhost:8000" is not an http(s) URL`},
+		{"local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "http://x", APIKeyEnv: "not a var"}, `api_key_env "not a var" is not an environment variable name`},
+		{"local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "http://x", UseResponsesAPI: &yes}, "use_responses_api needs kind openai"},
+		{"Local", provider.Entry{Kind: provider.KindAnthropic}, `provider entry "Local": name must be lower-case`},
+	}
+	r := newResolver(t, nil)
+	for _, tt := range tests {
+		err := r.SetEntry(tt.name, tt.entry)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), tt.want)
+	}
+	err := r.SetEntries(map[string]provider.Entry{"good": {Kind: provider.KindAnthropic}, "bad": {Kind: "x"}})
+	require.Error(t, err)
+	_, ok := r.Entry("good")
+	assert.False(t, ok, "SetEntries is all or nothing")
+}
+
+func TestResolveErrors(t *testing.T) {
+	r := newResolver(t, nil)
+	_, err := r.Resolve("nowhere:model")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `unknown provider "nowhere"`)
+	assert.Contains(t, err.Error(), "anthropic, azure, gemini")
+
+	_, err = r.Resolve("gpt-5")
+	assert.ErrorContains(t, err, "has no provider")
+
+	bare := provider.NewResolver(provider.Config{})
+	_, err = bare.Resolve("openai:gpt-5")
+	assert.ErrorContains(t, err, "no adapter registered for kind openai")
+	assert.Error(t, bare.Register("bedrock", func(provider.Config) (llm.ChatModel, error) { return nil, nil }))
+
+	failing := provider.NewResolver(provider.Config{})
+	require.NoError(t, failing.Register(provider.KindAnthropic, func(provider.Config) (llm.ChatModel, error) { return nil, errors.New("boom") }))
+	_, err = failing.Resolve("anthropic:x")
+	assert.EqualError(t, err, "provider anthropic: boom")
+}
+
+func TestOptionsMap(t *testing.T) {
+	r := newResolver(t, nil)
+	c, err := r.Config("openai:gpt-5", map[string]any{
+		"use_responses_api":     false,
+		"base_url":              "http://127.0.0.1:1234/v1",
+		"timeout":               "90s",
+		"max_retries":           uint64(5),
+		"max_tokens":            float64(2048),
+		"headers":               map[string]any{"X-A": "b"},
+		"retry_initial_backoff": 2,
+		"retry_max_backoff":     "1m",
+		"extra_body":            map[string]any{"reasoning_effort": "low"},
+		"api_key_env":           "MY_OPENAI_KEY",
+	})
+	require.NoError(t, err)
+	assert.False(t, c.ResponsesAPI())
+	assert.Equal(t, "http://127.0.0.1:1234/v1", c.BaseURL)
+	assert.Equal(t, 90*time.Second, c.Timeout)
+	assert.Equal(t, 6, c.Retry.MaxAttempts)
+	assert.Equal(t, 2048, c.MaxTokens)
+	assert.Equal(t, 2*time.Second, c.Retry.InitialBackoff)
+	assert.Equal(t, time.Minute, c.Retry.MaxBackoff)
+	assert.Equal(t, map[string]string{"X-A": "b"}, c.Headers)
+	assert.Equal(t, map[string]any{"reasoning_effort": "low"}, c.ExtraBody)
+	assert.Equal(t, "MY_OPENAI_KEY", c.APIKeyEnv)
+
+	bad := []struct {
+		opts map[string]any
+		want string
+	}{
+		{map[string]any{"temperature": 0.2}, "option temperature: unknown provider option; known options: api_key_env,"},
+		{map[string]any{"api_key": "sk-live"}, "option api_key: literal API keys are not accepted"},
+		{map[string]any{"use_responses_api": "yes"}, "option use_responses_api: want true or false, got string"},
+		{map[string]any{"max_tokens": 1.5}, "option max_tokens: want a whole number"},
+		{map[string]any{"max_tokens": 0}, "option max_tokens: must be positive"},
+		{map[string]any{"timeout": "soon"}, "option timeout: want a duration"},
+		{map[string]any{"headers": map[string]any{"X": 1}}, "option headers: value of X: want a string, got int"},
+		{map[string]any{"base_url": "ftp://x"}, `base_url "ftp://x" is not an http(s) URL`},
+		{map[string]any{"max_retries": -1}, "option max_retries: must not be negative"},
+	}
+	for _, b := range bad {
+		_, err := r.Config("openai:gpt-5", b.opts)
+		require.Error(t, err, b.opts)
+		assert.Contains(t, err.Error(), b.want)
+		assert.True(t, strings.HasPrefix(err.Error(), `model spec "openai:gpt-5": `) || strings.Contains(err.Error(), "base_url"), err.Error())
+	}
+}
+
+func TestConfigNeverPrintsSecrets(t *testing.T) {
+	const key = "sk-ant-canary-0123456789"
+	c := provider.Config{Provider: "anthropic", Model: "m", Kind: provider.KindAnthropic, APIKey: key,
+		Headers: map[string]string{"X-Proxy-Token": "proxy-secret-abcdef"}}
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	logger.Info("config", "cfg", c)
+	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), buf.String()} {
+		assert.NotContains(t, s, key)
+		assert.NotContains(t, s, "proxy-secret-abcdef")
+	}
+	assert.Equal(t, "error: [REDACTED] and [REDACTED]", c.Scrub("error: "+key+" and proxy-secret-abcdef"))
+}
+
+func TestClassify(t *testing.T) {
+	c := provider.Config{Provider: "p", APIKey: "sk-secret-key-value"}
+	h := func(kv ...string) http.Header {
+		out := http.Header{}
+		for i := 0; i < len(kv); i += 2 {
+			out.Set(kv[i], kv[i+1])
+		}
+		return out
+	}
+	tests := []struct {
+		name       string
+		status     int
+		header     http.Header
+		body       string
+		kind       llm.ErrorKind
+		code, msg  string
+		retryAfter time.Duration
+		requestID  string
+	}{
+		{"anthropic overloaded", 529, h("request-id", "req_1"), `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`, llm.ErrOverloaded, "overloaded_error", "Overloaded", 0, "req_1"},
+		{"anthropic rate limit", 429, h("retry-after", "7"), `{"type":"error","error":{"type":"rate_limit_error","message":"slow"}}`, llm.ErrRateLimit, "rate_limit_error", "slow", 7 * time.Second, ""},
+		{"anthropic prompt too long", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`, llm.ErrContextOverflow, "invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum", 0, ""},
+		{"anthropic max tokens over limit", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"input length and ` + "`max_tokens`" + ` exceed context limit: 197000 + 8192 > 200000"}}`, llm.ErrContextOverflow, "invalid_request_error", "", 0, ""},
+		{"anthropic 413", 413, nil, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`, llm.ErrContextOverflow, "request_too_large", "", 0, ""},
+		{"anthropic auth", 401, nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, llm.ErrAuthentication, "authentication_error", "", 0, ""},
+		{"anthropic stream error event", 200, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, llm.ErrOverloaded, "overloaded_error", "", 0, ""},
+		{"openai context", 400, h("x-request-id", "req_o"), `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, llm.ErrContextOverflow, "invalid_request_error/context_length_exceeded", "", 0, "req_o"},
+		{"openai TPM is a rate limit", 429, h("retry-after-ms", "1500"), `{"error":{"message":"Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000. The input or output tokens must be reduced","type":"tokens","code":"rate_limit_exceeded"}}`, llm.ErrRateLimit, "tokens/rate_limit_exceeded", "", 1500 * time.Millisecond, ""},
+		{"openai quota", 429, nil, `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`, llm.ErrBilling, "insufficient_quota", "", 0, ""},
+		{"openai key echoed", 401, nil, `{"error":{"message":"Incorrect API key provided: sk-secret-key-value.","type":"invalid_request_error","code":"invalid_api_key"}}`, llm.ErrAuthentication, "invalid_request_error/invalid_api_key", "Incorrect API key provided: [REDACTED].", 0, ""},
+		{"openai 500", 500, nil, `{"error":{"message":"The server had an error","type":"server_error"}}`, llm.ErrServer, "server_error", "", 0, ""},
+		{"ollama plain", 404, nil, `{"error":"model \"llama9\" not found, try pulling it first"}`, llm.ErrInvalidRequest, "", "model \"llama9\" not found, try pulling it first", 0, ""},
+		{"vllm context", 400, nil, `{"object":"error","message":"This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.","type":"BadRequestError","param":null,"code":400}`, llm.ErrContextOverflow, "BadRequestError/400", "", 0, ""},
+		{"llama.cpp context", 400, nil, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}`, llm.ErrContextOverflow, "exceed_context_size_error/400", "", 0, ""},
+		{"gemini context", 400, nil, `[{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`, llm.ErrContextOverflow, "400", "", 0, ""},
+		{"503 html", 503, nil, `<html>Service Unavailable</html>`, llm.ErrOverloaded, "", "<html>Service Unavailable</html>", 0, ""},
+		{"504", 504, nil, ``, llm.ErrTimeout, "", "Gateway Timeout", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := c.Classify(provider.Failure{StatusCode: tt.status, Header: tt.header, Body: []byte(tt.body)})
+			assert.Equal(t, tt.kind, e.Kind)
+			assert.Equal(t, tt.code, e.Code)
+			if tt.msg != "" {
+				assert.Equal(t, tt.msg, e.Message)
+			}
+			assert.Equal(t, tt.retryAfter, e.RetryAfter)
+			assert.Equal(t, tt.requestID, e.RequestID)
+			assert.Equal(t, "p", e.Provider)
+			assert.NotContains(t, e.Error(), "sk-secret-key-value")
+		})
+	}
+}
+
+func TestRetryHonoursRetryAfterAndBacksOff(t *testing.T) {
+	var waits []time.Duration
+	var logs bytes.Buffer
+	c := provider.Config{
+		Provider: "anthropic", Model: "m", APIKey: "sk-canary-key-000",
+		Retry:  provider.RetryPolicy{MaxAttempts: 4, InitialBackoff: 100 * time.Millisecond, Sleep: func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil }},
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	}
+	failures := []error{
+		&llm.Error{Kind: llm.ErrRateLimit, RetryAfter: 3 * time.Second, Message: "echo sk-canary-key-000"},
+		&llm.Error{Kind: llm.ErrOverloaded},
+		&llm.Error{Kind: llm.ErrServer},
+	}
+	calls := 0
+	got, err := provider.Do(context.Background(), c, func(ctx context.Context) (string, error) {
+		_, hasDeadline := ctx.Deadline()
+		assert.True(t, hasDeadline, "every attempt runs under the timeout")
+		calls++
+		if calls <= len(failures) {
+			return "", failures[calls-1]
+		}
+		return "done", nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done", got)
+	assert.Equal(t, 4, calls)
+	assert.Equal(t, []time.Duration{3 * time.Second, 200 * time.Millisecond, 400 * time.Millisecond}, waits)
+	assert.Equal(t, 3, strings.Count(logs.String(), "model call failed; retrying"))
+	assert.NotContains(t, logs.String(), "sk-canary-key-000")
+	var first map[string]any
+	require.NoError(t, json.Unmarshal(bytes.SplitN(logs.Bytes(), []byte("\n"), 2)[0], &first))
+	assert.Equal(t, "rate_limit", first["kind"])
+	assert.Equal(t, float64(3*time.Second), first["wait"])
+}
+
+func TestRetryStopsWhenItMust(t *testing.T) {
+	sleepless := provider.RetryPolicy{Sleep: func(context.Context, time.Duration) error { return nil }}
+	count := func(c provider.Config, fail error) (int, error) {
+		n := 0
+		_, err := provider.Do(context.Background(), c, func(context.Context) (int, error) { n++; return 0, fail })
+		return n, err
+	}
+	tests := []struct {
+		name  string
+		cfg   provider.Config
+		fail  error
+		calls int
+	}{
+		{"not retryable", provider.Config{Retry: sleepless}, &llm.Error{Kind: llm.ErrContextOverflow}, 1},
+		{"unclassified", provider.Config{Retry: sleepless}, errors.New("weird"), 1},
+		{"replay never retries", provider.Config{Retry: sleepless, Replay: true}, &llm.Error{Kind: llm.ErrOverloaded}, 1},
+		{"default attempts", provider.Config{Retry: sleepless}, &llm.Error{Kind: llm.ErrServer}, provider.DefaultMaxAttempts},
+		{"disabled", provider.Config{Retry: provider.RetryPolicy{MaxAttempts: 1}}, &llm.Error{Kind: llm.ErrServer}, 1},
+		{"retry-after too long", provider.Config{Retry: sleepless}, &llm.Error{Kind: llm.ErrRateLimit, RetryAfter: time.Hour}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := count(tt.cfg, tt.fail)
+			assert.Equal(t, tt.calls, n)
+			assert.Equal(t, tt.fail, err)
+		})
+	}
+}
+
+func TestRetryTimeoutAndCancellation(t *testing.T) {
+	c := provider.Config{Provider: "p", Timeout: 20 * time.Millisecond, Retry: provider.RetryPolicy{MaxAttempts: 2, InitialBackoff: time.Millisecond}}
+	calls := 0
+	_, err := provider.Do(context.Background(), c, func(ctx context.Context) (int, error) {
+		calls++
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	require.Error(t, err)
+	assert.True(t, llm.IsTimeout(err), "an expired attempt is a timeout: %v", err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 2, calls, "timeouts are retried")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	calls = 0
+	_, err = provider.Do(ctx, c, func(ctx context.Context) (int, error) {
+		calls++
+		cancel()
+		return 0, &llm.Error{Kind: llm.ErrServer}
+	})
+	assert.Equal(t, context.Canceled, err, "the caller's cancellation is reported as such")
+	assert.Equal(t, 1, calls)
+}
+
+func TestBackoffGrowsToItsLimit(t *testing.T) {
+	p := provider.RetryPolicy{InitialBackoff: time.Second, MaxBackoff: 5 * time.Second}
+	var got []time.Duration
+	for i := 1; i <= 5; i++ {
+		got = append(got, p.Backoff(i))
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}, got)
+	assert.Equal(t, provider.DefaultInitialBackoff, provider.RetryPolicy{}.Backoff(1))
+}

@@ -1,0 +1,187 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// Retry defaults, used when a RetryPolicy field is zero.
+const (
+	DefaultMaxAttempts    = 3
+	DefaultInitialBackoff = time.Second
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultMaxRetryAfter  = 2 * time.Minute
+)
+
+// RetryPolicy decides whether and when a failed call is repeated. Only
+// retryable failures (llm.ErrorKind.Retryable: rate limit, overloaded, 5xx,
+// timeout, connection) are repeated, never during replay, and never once a
+// stream has delivered its first chunk. The zero value uses the defaults.
+type RetryPolicy struct {
+	// MaxAttempts counts the first call too; 1 disables retries.
+	MaxAttempts int
+	// InitialBackoff is the wait before the second attempt; it doubles per
+	// attempt up to MaxBackoff. A server's retry-after replaces it.
+	InitialBackoff time.Duration
+	MaxBackoff     time.Duration
+	// MaxRetryAfter is the longest server-requested wait that is honoured;
+	// a longer one ends the call with the error instead of stalling the run.
+	MaxRetryAfter time.Duration
+	// Jitter randomises each computed backoff by up to this fraction (0..1)
+	// downwards, so parallel runs do not retry in lockstep. Server-requested
+	// waits are never shortened.
+	Jitter float64
+	// Sleep waits for d or until ctx ends; nil uses a timer. Tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+func (p RetryPolicy) maxAttempts() int {
+	if p.MaxAttempts <= 0 {
+		return DefaultMaxAttempts
+	}
+	return p.MaxAttempts
+}
+
+// Backoff is the computed wait after the given failed attempt (1-based),
+// before jitter.
+func (p RetryPolicy) Backoff(attempt int) time.Duration {
+	d, limit := p.InitialBackoff, p.MaxBackoff
+	if d <= 0 {
+		d = DefaultInitialBackoff
+	}
+	if limit <= 0 {
+		limit = DefaultMaxBackoff
+	}
+	for i := 1; i < attempt && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+func (p RetryPolicy) sleep(ctx context.Context, d time.Duration) error {
+	if p.Sleep != nil {
+		return p.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Retrier runs the attempts of one call. Adapters use Do for plain calls and
+// a Retrier directly for streams, whose attempt must outlive the function
+// that opened it.
+type Retrier struct {
+	c       Config
+	attempt int
+	cancel  context.CancelFunc
+	actx    context.Context
+}
+
+// NewRetrier starts the bookkeeping for one call made with c.
+func (c Config) NewRetrier() *Retrier { return &Retrier{c: c} }
+
+// Attempt is the number of the current attempt, from 1.
+func (r *Retrier) Attempt() int { return r.attempt }
+
+// Begin starts an attempt and returns its context, which carries the
+// per-attempt timeout. Call End if the attempt fails, Done when it succeeds.
+func (r *Retrier) Begin(ctx context.Context) context.Context {
+	r.Done()
+	r.attempt++
+	if d := r.c.AttemptTimeout(); d > 0 {
+		r.actx, r.cancel = context.WithTimeout(ctx, d)
+	} else {
+		r.actx, r.cancel = context.WithCancel(ctx)
+	}
+	return r.actx
+}
+
+// Done releases the current attempt's context.
+func (r *Retrier) Done() {
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+}
+
+// End finishes a failed attempt. It reports whether to try again (in which
+// case it has already waited) and the error to report otherwise: the
+// caller's cancellation as ctx.Err(), an expired attempt as an llm timeout
+// error.
+// canRetry false (a stream that already yielded) forbids another attempt.
+func (r *Retrier) End(ctx context.Context, err error, canRetry bool) (bool, error) {
+	timedOut := r.actx != nil && errors.Is(r.actx.Err(), context.DeadlineExceeded)
+	r.Done()
+	if cerr := ctx.Err(); cerr != nil {
+		return false, cerr
+	}
+	if timedOut && llm.KindOf(err) != llm.ErrTimeout {
+		err = &llm.Error{Kind: llm.ErrTimeout, Provider: r.c.name(),
+			Message: fmt.Sprintf("no complete answer within %s", r.c.AttemptTimeout()), Err: err}
+	}
+	e, ok := llm.AsError(err)
+	p := r.c.Retry
+	if !canRetry || r.c.Replay || !ok || !e.Retryable() || r.attempt >= p.maxAttempts() {
+		return false, err
+	}
+	wait := e.RetryAfter
+	if wait > 0 {
+		limit := p.MaxRetryAfter
+		if limit <= 0 {
+			limit = DefaultMaxRetryAfter
+		}
+		if wait > limit {
+			return false, err
+		}
+	} else {
+		wait = p.Backoff(r.attempt)
+		if p.Jitter > 0 {
+			wait -= time.Duration(float64(wait) * min(p.Jitter, 1) * rand.Float64())
+		}
+	}
+	if l := r.c.Logger; l != nil {
+		l.LogAttrs(ctx, slog.LevelWarn, "model call failed; retrying",
+			slog.String("provider", r.c.Provider), slog.String("model", r.c.Model),
+			slog.Int("attempt", r.attempt), slog.Int("max_attempts", p.maxAttempts()),
+			slog.String("kind", string(e.Kind)), slog.Int("status", e.StatusCode),
+			slog.String("request_id", e.RequestID), slog.Duration("wait", wait),
+			slog.String("error", r.c.Scrub(e.Error())))
+	}
+	if serr := p.sleep(ctx, wait); serr != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return false, cerr
+		}
+		return false, err
+	}
+	return true, err
+}
+
+// Do runs call under c's timeout and retry policy. call receives the
+// attempt's context and must return an *llm.Error for failures it can
+// classify; unclassified errors are returned without retrying.
+func Do[T any](ctx context.Context, c Config, call func(ctx context.Context) (T, error)) (T, error) {
+	r := c.NewRetrier()
+	for {
+		v, err := call(r.Begin(ctx))
+		if err == nil {
+			r.Done()
+			return v, nil
+		}
+		again, err := r.End(ctx, err, true)
+		if !again {
+			var zero T
+			return zero, err
+		}
+	}
+}

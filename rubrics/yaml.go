@@ -1,0 +1,390 @@
+package rubrics
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// FieldError is a problem in a YAML document, located by file, line, column
+// and key path (for example "criteria[1].weight"). It has the shape and
+// message format of the project's other YAML errors: "file:line:col: key: msg".
+type FieldError struct {
+	File   string
+	Line   int
+	Column int
+	Key    string
+	Msg    string
+}
+
+func (e *FieldError) Error() string {
+	var sb strings.Builder
+	if e.File != "" {
+		sb.WriteString(e.File)
+	}
+	if e.Line > 0 {
+		if sb.Len() > 0 {
+			sb.WriteByte(':')
+		}
+		fmt.Fprintf(&sb, "%d:%d", e.Line, e.Column)
+	}
+	if sb.Len() > 0 {
+		sb.WriteString(": ")
+	}
+	if e.Key != "" {
+		sb.WriteString(e.Key)
+		sb.WriteString(": ")
+	}
+	sb.WriteString(e.Msg)
+	return sb.String()
+}
+
+// ParseYAML parses a single-document YAML source into its root node, with
+// syntax errors reported as *FieldError. An empty document is an error.
+func ParseYAML(file string, src []byte) (ast.Node, error) {
+	f, err := parser.ParseBytes(src, 0)
+	if err != nil {
+		var ye yaml.Error
+		if errors.As(err, &ye) {
+			fe := &FieldError{File: file, Msg: ye.GetMessage()}
+			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+				fe.Line, fe.Column = tk.Position.Line, tk.Position.Column
+			}
+			return nil, fe
+		}
+		return nil, &FieldError{File: file, Msg: err.Error()}
+	}
+	var docs []ast.Node
+	for _, d := range f.Docs {
+		if d == nil || d.Body == nil {
+			continue
+		}
+		if _, ok := d.Body.(*ast.CommentGroupNode); ok {
+			continue
+		}
+		docs = append(docs, d.Body)
+	}
+	switch len(docs) {
+	case 0:
+		return nil, &FieldError{File: file, Line: 1, Column: 1, Msg: "the document is empty"}
+	case 1:
+		return docs[0], nil
+	}
+	l, c := position(docs[1])
+	return nil, &FieldError{File: file, Line: l, Column: c, Msg: "only one YAML document is allowed per file"}
+}
+
+// position is where a node starts. A mapping's own token is the colon of
+// its first entry, so mappings are located by their first key.
+func position(n ast.Node) (line, col int) {
+	if n == nil {
+		return 0, 0
+	}
+	switch m := n.(type) {
+	case *ast.MappingNode:
+		if len(m.Values) > 0 && !m.IsFlowStyle {
+			return position(m.Values[0])
+		}
+	case *ast.MappingValueNode:
+		return position(m.Key)
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil {
+		return 0, 0
+	}
+	return tk.Position.Line, tk.Position.Column
+}
+
+// decoder turns YAML nodes into our types, strictly: unknown keys and wrong
+// types are errors that name the file, position and key.
+type decoder struct {
+	file    string
+	anchors map[string]ast.Node
+}
+
+func newDecoder(file string) *decoder {
+	return &decoder{file: file, anchors: map[string]ast.Node{}}
+}
+
+func (d *decoder) errf(n ast.Node, key, format string, args ...any) error {
+	l, c := position(n)
+	return &FieldError{File: d.file, Line: l, Column: c, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// resolve follows anchors, aliases and tags to the node that holds the value.
+func (d *decoder) resolve(n ast.Node) ast.Node {
+	for range 64 {
+		switch v := n.(type) {
+		case *ast.AnchorNode:
+			d.anchors[v.Name.GetToken().Value] = v.Value
+			n = v.Value
+		case *ast.AliasNode:
+			target, ok := d.anchors[v.Value.GetToken().Value]
+			if !ok {
+				return n
+			}
+			n = target
+		case *ast.TagNode:
+			n = v.Value
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// kind describes a node's type for error messages.
+func kind(n ast.Node) string {
+	switch n.(type) {
+	case nil, *ast.NullNode:
+		return "nothing (null)"
+	case ast.MapNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "a boolean"
+	case *ast.AliasNode:
+		return "an alias to an unknown anchor"
+	}
+	return n.Type().String()
+}
+
+func isNull(n ast.Node) bool {
+	_, ok := n.(*ast.NullNode)
+	return n == nil || ok
+}
+
+// entry is one key of a mapping.
+type entry struct {
+	key     string
+	keyNode ast.Node
+	val     ast.Node
+}
+
+func join(prefix, key string) string {
+	if prefix == "" {
+		return key
+	}
+	return prefix + "." + key
+}
+
+func index(prefix string, i int) string { return fmt.Sprintf("%s[%d]", prefix, i) }
+
+// mapping returns the entries of a mapping node in document order.
+func (d *decoder) mapping(n ast.Node, key string) ([]entry, error) {
+	r := d.resolve(n)
+	mn, ok := r.(ast.MapNode)
+	if !ok {
+		return nil, d.errf(n, key, "want a mapping, got %s", kind(r))
+	}
+	var out []entry
+	it := mn.MapRange()
+	for it.Next() {
+		k := it.Key()
+		if _, merge := k.(*ast.MergeKeyNode); merge {
+			return nil, d.errf(k, key, "merge keys (<<) are not supported")
+		}
+		name := k.GetToken().Value
+		if s, ok := d.resolve(k).(*ast.StringNode); ok {
+			name = s.Value
+		}
+		out = append(out, entry{key: name, keyNode: k, val: it.Value()})
+	}
+	return out, nil
+}
+
+// fields returns a mapping's entries by key, rejecting keys not in allowed.
+func (d *decoder) fields(n ast.Node, key string, allowed ...string) (map[string]entry, []entry, error) {
+	entries, err := d.mapping(n, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := make(map[string]entry, len(entries))
+	for _, e := range entries {
+		if !slices.Contains(allowed, e.key) {
+			return nil, nil, d.errf(e.keyNode, join(key, e.key), "unknown key %q (known keys: %s)", e.key, strings.Join(allowed, ", "))
+		}
+		m[e.key] = e
+	}
+	return m, entries, nil
+}
+
+func (d *decoder) sequence(n ast.Node, key string) ([]ast.Node, error) {
+	r := d.resolve(n)
+	seq, ok := r.(*ast.SequenceNode)
+	if !ok {
+		return nil, d.errf(n, key, "want a list, got %s", kind(r))
+	}
+	return seq.Values, nil
+}
+
+func (d *decoder) str(n ast.Node, key string) (string, error) {
+	switch v := d.resolve(n).(type) {
+	case *ast.StringNode:
+		return v.Value, nil
+	case *ast.LiteralNode:
+		return v.Value.Value, nil
+	default:
+		return "", d.errf(n, key, "want a string, got %s", kind(v))
+	}
+}
+
+// text is str for free text, where a number or boolean written without
+// quotes means its literal text (contains: 21 looks for "21").
+func (d *decoder) text(n ast.Node, key string) (string, error) {
+	switch v := d.resolve(n).(type) {
+	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
+		return v.GetToken().Value, nil
+	}
+	return d.str(n, key)
+}
+
+// texts accepts one text or a list of texts.
+func (d *decoder) texts(n ast.Node, key string) ([]string, error) {
+	if seq, ok := d.resolve(n).(*ast.SequenceNode); ok {
+		out := make([]string, 0, len(seq.Values))
+		for i, v := range seq.Values {
+			s, err := d.text(v, index(key, i))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+		if len(out) == 0 {
+			return nil, d.errf(n, key, "the list is empty")
+		}
+		return out, nil
+	}
+	s, err := d.text(n, key)
+	if err != nil {
+		return nil, d.errf(n, key, "want a string or a list of strings, got %s", kind(d.resolve(n)))
+	}
+	return []string{s}, nil
+}
+
+func (d *decoder) float(n ast.Node, key string) (float64, error) {
+	switch v := d.resolve(n).(type) {
+	case *ast.IntegerNode:
+		switch x := v.Value.(type) {
+		case int64:
+			return float64(x), nil
+		case uint64:
+			return float64(x), nil
+		}
+	case *ast.FloatNode:
+		return v.Value, nil
+	}
+	return 0, d.errf(n, key, "want a number, got %s", kind(d.resolve(n)))
+}
+
+func (d *decoder) integer(n ast.Node, key string) (int, error) {
+	v, ok := d.resolve(n).(*ast.IntegerNode)
+	if !ok {
+		return 0, d.errf(n, key, "want a whole number, got %s", kind(d.resolve(n)))
+	}
+	switch x := v.Value.(type) {
+	case int64:
+		if x >= math.MinInt32 && x <= math.MaxInt32 {
+			return int(x), nil
+		}
+	case uint64:
+		if x <= math.MaxInt32 {
+			return int(x), nil
+		}
+	}
+	return 0, d.errf(n, key, "the number %s is out of range", v.GetToken().Value)
+}
+
+func (d *decoder) boolean(n ast.Node, key string) (bool, error) {
+	v, ok := d.resolve(n).(*ast.BoolNode)
+	if !ok {
+		return false, d.errf(n, key, "want true or false, got %s", kind(d.resolve(n)))
+	}
+	return v.Value, nil
+}
+
+// json converts a YAML value to compact JSON, keeping mapping keys in
+// document order so that details read like the file.
+func (d *decoder) json(n ast.Node, key string) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := d.writeJSON(&buf, n, key, 0); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (d *decoder) writeJSON(buf *bytes.Buffer, n ast.Node, key string, depth int) error {
+	if depth > 100 {
+		return d.errf(n, key, "the value is nested too deeply")
+	}
+	r := d.resolve(n)
+	switch v := r.(type) {
+	case nil, *ast.NullNode:
+		buf.WriteString("null")
+	case *ast.BoolNode:
+		buf.WriteString(strconv.FormatBool(v.Value))
+	case *ast.IntegerNode:
+		switch x := v.Value.(type) {
+		case int64:
+			buf.WriteString(strconv.FormatInt(x, 10))
+		case uint64:
+			buf.WriteString(strconv.FormatUint(x, 10))
+		default:
+			return d.errf(n, key, "cannot read the number %s", v.GetToken().Value)
+		}
+	case *ast.FloatNode:
+		buf.WriteString(strconv.FormatFloat(v.Value, 'g', -1, 64))
+	case *ast.InfinityNode, *ast.NanNode:
+		return d.errf(n, key, "%s has no JSON equivalent", v.GetToken().Value)
+	case *ast.StringNode, *ast.LiteralNode:
+		s, _ := d.str(v, key)
+		raw, _ := json.Marshal(s)
+		buf.Write(raw)
+	case *ast.SequenceNode:
+		buf.WriteByte('[')
+		for i, item := range v.Values {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := d.writeJSON(buf, item, index(key, i), depth+1); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case ast.MapNode:
+		entries, err := d.mapping(r, key)
+		if err != nil {
+			return err
+		}
+		buf.WriteByte('{')
+		for i, e := range entries {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			raw, _ := json.Marshal(e.key)
+			buf.Write(raw)
+			buf.WriteByte(':')
+			if err := d.writeJSON(buf, e.val, join(key, e.key), depth+1); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return d.errf(n, key, "cannot use %s here", kind(v))
+	}
+	return nil
+}
