@@ -59,6 +59,9 @@ func New(cfg Config) (*Agent, error) {
 		b.limit = DefaultRecursionLimit
 	}
 	b.resolve = cfg.ResolveModel
+	if b.resolve == nil {
+		b.resolve = ModelResolver(b.reg, nil)
+	}
 	if cfg.SystemPrompt != "" && len(cfg.SystemBlocks) > 0 {
 		return nil, errors.New("harness: set SystemPrompt or SystemBlocks, not both")
 	}
