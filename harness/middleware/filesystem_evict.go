@@ -21,7 +21,7 @@ const (
 // contentPreview shows the first and last lines of text, numbered, each
 // clipped to previewLineChars characters.
 func contentPreview(text string) string {
-	lines := strings.Split(text, "\n")
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = backend.CutChars(l, previewLineChars)
 	}
