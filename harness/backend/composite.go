@@ -176,40 +176,47 @@ func (c *Composite) mountsUnder(dir string) []*mount {
 }
 
 // Ls implements Backend. Listing a directory above routes shows each route
-// (or the directory leading to it) as a subdirectory; default entries hidden
-// by a route are left out.
+// (or the directory leading to it) as a subdirectory; entries hidden by a
+// route are left out.
 func (c *Composite) Ls(ctx context.Context, p string) ([]FileInfo, error) {
 	v, err := ValidatePath(p)
 	if err != nil {
 		return nil, err
 	}
-	if m, inner := c.route(v); m != nil {
-		entries, err := m.b.Ls(ctx, inner)
-		for i := range entries {
-			entries[i].Path = m.outer(entries[i].Path)
-		}
-		return entries, outerErr(err, inner, v)
+	m, inner := c.route(v)
+	b := c.def
+	if m != nil {
+		b = m.b
 	}
 	below := c.mountsUnder(v)
-	entries, err := c.def.Ls(ctx, v)
+	entries, err := b.Ls(ctx, inner)
 	if err != nil {
 		if len(below) == 0 || !errors.Is(err, ErrFileNotFound) {
-			return entries, err
+			if m != nil {
+				for i := range entries {
+					entries[i].Path = m.outer(entries[i].Path)
+				}
+			}
+			return entries, outerErr(err, inner, v)
 		}
-		entries, err = nil, nil
+		entries = nil
 	}
 	var out []FileInfo
 	have := map[string]bool{}
 	for _, e := range entries {
-		if c.shadowed(strings.TrimSuffix(e.Path, "/")) {
-			continue
+		if m != nil {
+			e.Path = m.outer(e.Path)
+		}
+		owner, _ := c.route(path.Clean(e.Path))
+		if owner != nil && (m == nil || owner.prefix != m.prefix) {
+			continue // hidden by a deeper route
 		}
 		have[e.Path] = true
 		out = append(out, e)
 	}
 	prefix := dirPrefix(v)
-	for _, m := range below {
-		rest := strings.TrimPrefix(m.prefix, prefix)
+	for _, sub := range below {
+		rest := strings.TrimPrefix(sub.prefix, prefix)
 		child := prefix + rest[:strings.IndexByte(rest, '/')+1]
 		if !have[child] {
 			have[child] = true
