@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // FilesystemOptions configure a Filesystem backend. The zero value is the
@@ -291,7 +292,14 @@ func (f *Filesystem) Read(ctx context.Context, p string, offset, limit int) (Rea
 	if IsBinaryPath(rel) || !utf8.Valid(data) {
 		return ReadResult{File: FileData{Content: base64.StdEncoding.EncodeToString(data), Encoding: EncodingBase64, ModifiedAt: stamp}}, nil
 	}
-	return SliceRead(FileData{Content: string(data), Encoding: EncodingUTF8, ModifiedAt: stamp}, offset, limit)
+	// data is never modified after this point, so the string can share its
+	// memory; SliceRead copies the window it returns.
+	text := unsafe.String(unsafe.SliceData(data), len(data))
+	res, err := SliceRead(FileData{Content: text, Encoding: EncodingUTF8, ModifiedAt: stamp}, offset, limit)
+	if strings.TrimSpace(res.File.Content) == "" {
+		res.File.Content = strings.Clone(res.File.Content)
+	}
+	return res, err
 }
 
 // writeBytes creates parents and writes data, refusing directories.
@@ -389,51 +397,83 @@ func (f *Filesystem) Delete(ctx context.Context, p string) error {
 
 // walkFiles visits the regular files under the directory rel (symlinks to
 // regular files inside the root included) in lexical order until the
-// budget runs out; prune, when non-nil, may skip directories.
-func (f *Filesystem) walkFiles(ctx context.Context, r *os.Root, rel string, budget time.Duration, prune func(dirRel string) bool, visit func(fileRel string, fi fs.FileInfo) error) (truncated bool, err error) {
+// budget runs out; prune, when non-nil, may skip directories. read returns
+// a visited file's bytes. Each directory is opened once as its own os.Root,
+// so reading a file resolves one path component instead of the whole path.
+func (f *Filesystem) walkFiles(ctx context.Context, r *os.Root, rel string, budget time.Duration, prune func(dirRel string) bool,
+	visit func(fileRel string, fi fs.FileInfo, read func() ([]byte, error)) error) (truncated bool, err error) {
 	deadline := time.Now().Add(budget)
-	fsys := r.FS()
 	var problems []string
-	werr := fs.WalkDir(fsys, rel, func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if time.Now().After(deadline) {
-			truncated = true
-			return fs.SkipAll
-		}
+	var walk func(dir *os.Root, dirRel string) error
+	walk = func(dir *os.Root, dirRel string) error {
+		d, err := dir.Open(".")
 		if err != nil {
-			if p != rel {
-				problems = append(problems, mapErr(f.show(p), err).Error())
-			}
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
+			problems = append(problems, mapErr(f.show(dirRel), err).Error())
 			return nil
 		}
-		if d.IsDir() {
-			if p != rel && prune != nil && prune(p) {
-				return fs.SkipDir
-			}
-			return nil
+		entries, err := d.ReadDir(-1)
+		d.Close()
+		if err != nil {
+			problems = append(problems, mapErr(f.show(dirRel), err).Error())
 		}
-		var fi fs.FileInfo
-		if d.Type()&fs.ModeSymlink != 0 {
-			st, err := r.Stat(p)
-			if err != nil || !st.Mode().IsRegular() {
-				return nil
+		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		for _, e := range entries {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
-			fi = st
-		} else if d.Type().IsRegular() {
-			if fi, err = d.Info(); err != nil {
-				return nil
+			if time.Now().After(deadline) {
+				truncated = true
+				return fs.SkipAll
 			}
-		} else {
-			return nil
+			name := e.Name()
+			child := name
+			if dirRel != "." {
+				child = dirRel + "/" + name
+			}
+			switch t := e.Type(); {
+			case t.IsDir():
+				if prune != nil && prune(child) {
+					continue
+				}
+				sub, err := dir.OpenRoot(name)
+				if err != nil {
+					problems = append(problems, mapErr(f.show(child), err).Error())
+					continue
+				}
+				err = walk(sub, child)
+				sub.Close()
+				if err != nil {
+					return err
+				}
+			case t&fs.ModeSymlink != 0:
+				// Resolve through the main root: a link may point to a
+				// sibling directory, which the per-directory root refuses.
+				st, err := r.Stat(child)
+				if err != nil || !st.Mode().IsRegular() {
+					continue
+				}
+				if err := visit(child, st, func() ([]byte, error) { return r.ReadFile(child) }); err != nil {
+					return err
+				}
+			case t.IsRegular():
+				fi, err := e.Info()
+				if err != nil {
+					continue
+				}
+				if err := visit(child, fi, func() ([]byte, error) { return dir.ReadFile(name) }); err != nil {
+					return err
+				}
+			}
 		}
-		return visit(p, fi)
-	})
-	if werr != nil {
+		return nil
+	}
+	start, err := r.OpenRoot(rel)
+	if err != nil {
+		return false, mapErr(f.show(rel), err)
+	}
+	werr := walk(start, rel)
+	start.Close()
+	if werr != nil && !errors.Is(werr, fs.SkipAll) {
 		return truncated, werr
 	}
 	if len(problems) > 0 {
@@ -490,7 +530,7 @@ func (f *Filesystem) Glob(ctx context.Context, pattern, p string) (GlobResult, e
 		prune = func(dir string) bool { return len(pat.Derive(relUnder(rel, dir))) == 0 }
 	}
 	var res GlobResult
-	res.Truncated, err = f.walkFiles(ctx, r, rel, f.globDur, prune, func(fileRel string, fi fs.FileInfo) error {
+	res.Truncated, err = f.walkFiles(ctx, r, rel, f.globDur, prune, func(fileRel string, fi fs.FileInfo, _ func() ([]byte, error)) error {
 		if pat.Match(relUnder(rel, fileRel)) {
 			res.Matches = append(res.Matches, FileInfo{Path: f.show(fileRel), Size: fi.Size(), ModifiedAt: modTime(fi)})
 		}
@@ -520,14 +560,14 @@ func (f *Filesystem) Grep(ctx context.Context, req GrepRequest) (GrepResult, err
 		return GrepResult{}, err
 	}
 	var res GrepResult
-	search := func(fileRel string, fi fs.FileInfo, relName string) (stop bool, err error) {
+	search := func(fileRel string, fi fs.FileInfo, relName string, read func() ([]byte, error)) (stop bool, err error) {
 		if fi.Size() > f.maxSize || IsBinaryPath(fileRel) {
 			return false, nil
 		}
 		if include != nil && !include.Match(relName) {
 			return false, nil
 		}
-		data, err := r.ReadFile(fileRel)
+		data, err := read()
 		if err != nil {
 			return false, mapErr(f.show(fileRel), err)
 		}
@@ -554,13 +594,13 @@ func (f *Filesystem) Grep(ctx context.Context, req GrepRequest) (GrepResult, err
 		return false, nil
 	}
 	if !st.IsDir() {
-		_, err := search(rel, st, path.Base(rel))
+		_, err := search(rel, st, path.Base(rel), func() ([]byte, error) { return r.ReadFile(rel) })
 		return res, err
 	}
 	var problems []string
 	full := errors.New("stop")
-	truncated, werr := f.walkFiles(ctx, r, rel, f.grepDur, nil, func(fileRel string, fi fs.FileInfo) error {
-		stop, err := search(fileRel, fi, relUnder(rel, fileRel))
+	truncated, werr := f.walkFiles(ctx, r, rel, f.grepDur, nil, func(fileRel string, fi fs.FileInfo, read func() ([]byte, error)) error {
+		stop, err := search(fileRel, fi, relUnder(rel, fileRel), read)
 		if err != nil {
 			problems = append(problems, err.Error())
 		}

@@ -37,6 +37,9 @@ func SliceRead(fd FileData, offset, limit int) (ReadResult, error) {
 		res.NoLinesRequested = true
 		return res, nil
 	}
+	if !strings.Contains(content, "\r") {
+		return sliceLF(res, content, offset, limit)
+	}
 	total := 0
 	var b strings.Builder
 	for i := 0; i < len(content); {
@@ -56,6 +59,40 @@ func SliceRead(fd FileData, offset, limit int) (ReadResult, error) {
 	res.File.Content = b.String()
 	res.StartLine = offset + 1
 	res.EndLine = min(offset+limit, total)
+	res.TotalLines = total
+	if res.EndLine < total {
+		res.NextOffset = res.EndLine
+	}
+	return res, nil
+}
+
+// sliceLF is SliceRead for content with "\n" endings only, using the
+// vectorised byte search of the strings package.
+func sliceLF(res ReadResult, content string, offset, limit int) (ReadResult, error) {
+	total := strings.Count(content, "\n")
+	if !strings.HasSuffix(content, "\n") {
+		total++
+	}
+	if offset >= total {
+		return ReadResult{}, errf(InvalidArgument, "", "Line offset %d exceeds file length (%d lines)", offset, total)
+	}
+	start := 0
+	for range offset {
+		start += strings.IndexByte(content[start:], '\n') + 1
+	}
+	end := start
+	n := min(limit, total-offset)
+	for range n {
+		i := strings.IndexByte(content[end:], '\n')
+		if i < 0 {
+			end = len(content)
+			break
+		}
+		end += i + 1
+	}
+	res.File.Content = strings.Clone(content[start:end])
+	res.StartLine = offset + 1
+	res.EndLine = offset + n
 	res.TotalLines = total
 	if res.EndLine < total {
 		res.NextOffset = res.EndLine
