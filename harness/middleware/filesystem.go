@@ -54,7 +54,8 @@ type FilesystemOptions struct {
 	// SystemPrompt is appended to the system prompt of every model call.
 	SystemPrompt string
 	// ToolDescriptions replaces tool descriptions by tool name; an override
-	// is used verbatim and never rewritten. Unknown names are ignored.
+	// is used verbatim and never rewritten. Unknown names and empty
+	// descriptions are ignored.
 	ToolDescriptions map[string]string
 	// Tools lists the tools to build; nil builds all of them. Unlisted tools
 	// do not exist for the agent. read_file must be listed.
