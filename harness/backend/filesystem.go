@@ -167,7 +167,9 @@ func mapErr(shown string, err error) error {
 		return err
 	case errors.Is(err, fs.ErrNotExist):
 		return &Error{Code: FileNotFound, Path: shown, Msg: fmt.Sprintf("File '%s' not found", shown), Err: err}
-	case strings.Contains(err.Error(), "path escapes from parent"), strings.Contains(err.Error(), "absolute symlink"):
+	case strings.Contains(err.Error(), "path escapes from parent"):
+		// os.Root's error for "..", absolute symlinks and symlinks leading
+		// out of the root; the sentinel is unexported.
 		return &Error{Code: PermissionDenied, Path: shown, Msg: fmt.Sprintf("Path '%s' resolves outside the root directory", shown), Err: err}
 	case errors.Is(err, fs.ErrPermission):
 		return &Error{Code: PermissionDenied, Path: shown, Msg: fmt.Sprintf("Permission denied: '%s'", shown), Err: err}

@@ -48,6 +48,15 @@ func TestToolResultEviction(t *testing.T) {
 		}
 	}
 
+	// execute output is evicted like any other result; its exit-code
+	// artifact survives.
+	sh := newMW(t, middleware.FilesystemOptions{Backend: &fakeShell{Backend: backend.NewState()}})
+	s = drive(t, sh, nil, []llm.ToolCall{call("ex", "execute", map[string]any{"command": "huge"})})
+	ex := s.tool(t, "ex")
+	assert.Contains(t, ex.Text(), "saved to /large_tool_results/ex.")
+	assert.JSONEq(t, `{"exit_code":0}`, string(ex.Artifact))
+	assert.True(t, strings.HasSuffix(s.res.State.Files["/large_tool_results/ex"].Content, "[Command succeeded with exit code 0]"))
+
 	// Disabled eviction keeps results whole.
 	off := newMW(t, middleware.FilesystemOptions{ToolTokenLimit: middleware.NoLimit})
 	s = driveWith(t, agent.Config{Middleware: []agent.Middleware{off}, Tools: []tool.Tool{bigTool("dump", 4000, 30)}}, agent.Input{},

@@ -584,6 +584,8 @@ func (f *fakeShell) Execute(_ context.Context, req backend.ExecuteRequest) (back
 		return backend.ExecuteResult{Output: "out", ExitCode: backend.ExitCode(0), Truncated: true}, nil
 	case "invalid":
 		return backend.ExecuteResult{}, &backend.Error{Code: backend.InvalidArgument, Msg: "bad timeout"}
+	case "huge":
+		return backend.ExecuteResult{Output: numberedText(3000, 40), ExitCode: backend.ExitCode(0)}, nil
 	}
 	return backend.ExecuteResult{}, fmt.Errorf("unexpected command %q", req.Command)
 }
