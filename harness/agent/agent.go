@@ -851,7 +851,20 @@ func (ex *exec) callTool(ctx context.Context, tr *toolRun, call llm.ToolCall) (*
 			return mw.WrapToolCall(ctx, req, next)
 		}
 	}
-	return h(ctx, &ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st})
+	resp, err := h(ctx, &ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st})
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	// A wrapper may record state changes after the tool returned (e.g. a
+	// file written while evicting a large result); keep them too.
+	tr.mu.Lock()
+	late := tr.updates[min(tr.consumed, len(tr.updates)):]
+	tr.consumed = len(tr.updates)
+	tr.mu.Unlock()
+	for _, u := range late {
+		resp.Update = resp.Update.Merge(u)
+	}
+	return resp, nil
 }
 
 // execute is the innermost tool handler.
@@ -865,6 +878,7 @@ func (ex *exec) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (res
 		for _, x := range tr.updates {
 			u = u.Merge(x)
 		}
+		tr.consumed = len(tr.updates)
 		return &ToolResponse{Message: m, Update: u}
 	}
 	if req.Tool == nil {

@@ -716,3 +716,24 @@ func TestToolInterruptsTwice(t *testing.T) {
 	assert.Equal(t, []string{`"Ada"/"blue"`}, asked, "the tool completed exactly once")
 	assert.Contains(t, roles(res.State.Messages), `tool(survey): "Ada" likes "blue"`)
 }
+
+// lateWriter records a state change after the tool returned.
+type lateWriter struct{ agent.Base }
+
+func (lateWriter) Name() string { return "LateWriter" }
+func (lateWriter) WrapToolCall(ctx context.Context, req *agent.ToolRequest, next agent.ToolHandler) (*agent.ToolResponse, error) {
+	resp, err := next(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	return resp, agent.UpdateState(ctx, &agent.Update{Files: map[string]*agent.FileData{"/late.txt": {Content: "after " + req.Call.Name}}})
+}
+
+func TestUpdatesFromToolWrappersAfterTheToolAreKept(t *testing.T) {
+	a, err := agent.New(agent.Config{Model: fakes.NewScripted(fakes.Calls("", fakes.Call("touch", nil)), fakes.Reply("ok")), Tools: []tool.Tool{fileTool()}, Middleware: []agent.Middleware{lateWriter{}}})
+	require.NoError(t, err)
+	res, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("go")}})
+	require.NoError(t, err)
+	assert.Equal(t, "A", res.State.Files["/a.txt"].Content)
+	assert.Equal(t, "after touch", res.State.Files["/late.txt"].Content)
+}

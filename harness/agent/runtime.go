@@ -44,8 +44,10 @@ type toolRun struct {
 	keys    map[string]StateKey
 	mu      sync.Mutex
 	updates []*Update
-	view    *State
-	events  []Event
+	// consumed counts the updates already folded into the tool's response.
+	consumed int
+	view     *State
+	events   []Event
 }
 
 type toolKey struct{}

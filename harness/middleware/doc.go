@@ -1,2 +1,27 @@
 // Package middleware holds the Deep Agents middleware, one file each: filesystem, permissions, subagents, summarization, patch tool calls, skills, memory, prompt caching, human-in-the-loop, tool exclusion, todo list and rubric.
+//
+// # Filesystem and permissions
+//
+// Filesystem (named FilesystemMiddleware) follows the Deep Agents contract
+// for its tools, outputs and limits, with these deliberate differences:
+//
+//   - Not implemented: frame sampling of videos in read_file (a video is
+//     returned as one video block, as Deep Agents does without its video
+//     extra) and capture-at-source offload of execute output on remote
+//     sandboxes (large execute output is offloaded after the fact, like any
+//     other tool result). Hence there are no synthetic media messages to
+//     reorder either.
+//   - An offloaded user message is saved as conversation_history/<message
+//     id>.md rather than under a random name, so a replayed run writes the
+//     same file.
+//   - Permission globs match dot-files: "/secrets/**" covers
+//     "/secrets/.env" and "/cfg/*" covers "/cfg/.npmrc". Deep Agents'
+//     matcher probably lets such files slip past; for an access rule that
+//     is the wrong way to fail. File-tool globs keep the Deep Agents rule
+//     that wildcards skip dot-names.
+//   - Options use 0 for "the default" and NoLimit to switch a limit off,
+//     where Deep Agents uses None.
+//   - Media blocks the model cannot take are replaced only when
+//     FilesystemOptions.MediaSupport says so; model capability profiles live
+//     above this package.
 package middleware

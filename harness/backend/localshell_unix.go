@@ -1,0 +1,29 @@
+//go:build unix
+
+package backend
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup puts the shell in its own process group so that a
+// timeout kills the whole pipeline, not only the shell.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		if cmd.Process == nil {
+			return nil
+		}
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// exitStatus is the exit code, or 128+signal for a killed process, as
+// shells report it.
+func exitStatus(e *exec.ExitError) int {
+	if ws, ok := e.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return e.ExitCode()
+}

@@ -1,0 +1,543 @@
+package middleware
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/tool"
+)
+
+// Tool argument schemas (JSON Schema), written by hand so that defaults,
+// nullability and bounds are exactly what the model is told.
+var toolSchemas = map[string]string{
+	ToolLs: `{"type":"object","properties":{"path":{"type":"string","description":"Absolute path of the directory to list, e.g. / or /src."}},"required":["path"]}`,
+	ToolReadFile: `{"type":"object","properties":{` +
+		`"file_path":{"type":"string","description":` + strconv.Quote(argAbsPath) + `},` +
+		`"offset":{"type":"integer","default":0,"description":` + strconv.Quote(argOffset) + `},` +
+		`"limit":{"type":"integer","default":100,"description":` + strconv.Quote(argLimit) + `}},"required":["file_path"]}`,
+	ToolWriteFile: `{"type":"object","properties":{` +
+		`"file_path":{"type":"string","description":` + strconv.Quote(argAbsPath) + `},` +
+		`"content":{"type":"string","description":"The complete new content of the file."}},"required":["file_path","content"]}`,
+	ToolEditFile: `{"type":"object","properties":{` +
+		`"file_path":{"type":"string","description":` + strconv.Quote(argAbsPath) + `},` +
+		`"old_string":{"type":"string","description":` + strconv.Quote(argOldString) + `},` +
+		`"new_string":{"type":"string","description":` + strconv.Quote(argNewString) + `},` +
+		`"replace_all":{"type":"boolean","default":false,"description":"Replace every occurrence instead of exactly one."}},` +
+		`"required":["file_path","old_string","new_string"]}`,
+	ToolDelete: `{"type":"object","properties":{"file_path":{"type":"string","description":` + strconv.Quote(argAbsPath) + `}},"required":["file_path"]}`,
+	ToolGlob: `{"type":"object","properties":{` +
+		`"pattern":{"type":"string","description":"Glob pattern, e.g. *.py, **/*.md or /src/*.go."},` +
+		`"path":{"type":["string","null"],"default":null,"description":` + strconv.Quote(argGlobPath) + `}},"required":["pattern"]}`,
+	ToolGrep: `{"type":"object","properties":{` +
+		`"pattern":{"type":"string","description":"Literal text to search for (not a regular expression)."},` +
+		`"path":{"type":["string","null"],"default":null,"description":` + strconv.Quote(argGrepPath) + `},` +
+		`"glob":{"type":["string","null"],"default":null,"description":` + strconv.Quote(argGrepGlob) + `},` +
+		`"output_mode":{"type":"string","enum":["files_with_matches","content","count"],"default":"files_with_matches","description":` + strconv.Quote(argGrepMode) + `},` +
+		`"max_count":{"type":["integer","null"],"exclusiveMinimum":0,"default":null,"description":` + strconv.Quote(argMaxCount) + `}},"required":["pattern"]}`,
+	ToolExecute: `{"type":"object","properties":{` +
+		`"command":{"type":"string","description":"The shell command to run."},` +
+		`"timeout":{"type":["integer","null"],"default":null,"description":` + strconv.Quote(argTimeout) + `}},"required":["command"]}`,
+}
+
+var defaultDescriptions = map[string]string{
+	ToolLs: lsDescription, ToolReadFile: readFileDescription, ToolWriteFile: writeFileDescription,
+	ToolEditFile: editFileDescription, ToolDelete: deleteDescription, ToolGlob: globDescription,
+	ToolGrep: grepDescription(true), ToolExecute: executeDescription(true, true),
+}
+
+// DefaultToolDescription returns the built-in description of a filesystem
+// tool as constructed ("" for unknown names). grep and execute are adjusted
+// per model call to the tools actually visible.
+func DefaultToolDescription(name string) string { return defaultDescriptions[name] }
+
+func (m *Filesystem) buildTools() []tool.Tool {
+	impl := map[string]func(context.Context, json.RawMessage) (tool.Result, error){
+		ToolLs: m.ls, ToolReadFile: m.readFile, ToolWriteFile: m.writeFile, ToolEditFile: m.editFile,
+		ToolDelete: m.deleteFile, ToolGlob: m.glob, ToolGrep: m.grep, ToolExecute: m.execute,
+	}
+	var out []tool.Tool
+	for _, name := range FilesystemToolNames {
+		if m.opts.Tools != nil && !containsString(m.opts.Tools, name) {
+			continue
+		}
+		desc := defaultDescriptions[name]
+		if d := m.opts.ToolDescriptions[name]; d != "" {
+			desc = d
+		}
+		f := &tool.Func{
+			ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(toolSchemas[name])},
+			Fn:       impl[name],
+		}
+		out = append(out, tool.Must(tool.Validated(f)))
+	}
+	return out
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// decode reads validated arguments into dst.
+func decode(name string, raw json.RawMessage, dst any) *tool.Result {
+	if len(raw) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		r := tool.InvalidArgs(name, err)
+		return &r
+	}
+	return nil
+}
+
+// errText renders a backend error for the model.
+func errText(err error) string { return "Error: " + err.Error() }
+
+// toolErr turns an error into an error result, except that cancellation
+// is returned as an error so the agent stops.
+func toolErr(ctx context.Context, err error) (tool.Result, error) {
+	if ctx.Err() != nil {
+		return tool.Result{}, ctx.Err()
+	}
+	return tool.Errorf("%s", errText(err)), nil
+}
+
+func deniedText(op Operation, p string) string {
+	return fmt.Sprintf("Error: permission denied for %s on %s", op, p)
+}
+
+// readable drops paths the permissions deny reading.
+func (m *Filesystem) readable(paths []string) []string {
+	if m.perms.Empty() {
+		return paths
+	}
+	out := paths[:0:0]
+	for _, p := range paths {
+		if m.perms.Check(OpRead, strings.TrimSuffix(p, "/")) != Deny {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func formatPaths(paths []string) string {
+	if len(paths) == 0 {
+		return noFilesFound
+	}
+	return pyListRepr(backend.TruncateList(paths))
+}
+
+func (m *Filesystem) ls(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if r := decode(ToolLs, raw, &a); r != nil {
+		return *r, nil
+	}
+	p, err := backend.ValidatePath(a.Path)
+	if err != nil {
+		return tool.Errorf("%s", errText(err)), nil
+	}
+	if m.perms.Check(OpRead, p) == Deny {
+		return tool.Errorf("%s", deniedText(OpRead, p)), nil
+	}
+	entries, err := m.b.Ls(ctx, p)
+	if err != nil {
+		return toolErr(ctx, err)
+	}
+	paths := make([]string, len(entries))
+	for i, e := range entries {
+		paths[i] = e.Path
+	}
+	return tool.Text(formatPaths(m.readable(paths))), nil
+}
+
+func (m *Filesystem) readFile(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	a := struct {
+		FilePath string `json:"file_path"`
+		Offset   int    `json:"offset"`
+		Limit    *int   `json:"limit"`
+	}{}
+	if r := decode(ToolReadFile, raw, &a); r != nil {
+		return *r, nil
+	}
+	limit := DefaultReadFileLimit
+	if a.Limit != nil {
+		limit = *a.Limit
+	}
+	p, err := backend.ValidatePath(a.FilePath)
+	if err != nil {
+		return tool.Errorf("%s", errText(err)), nil
+	}
+	if m.perms.Check(OpRead, p) == Deny {
+		return tool.Errorf("%s", deniedText(OpRead, p)), nil
+	}
+	res, err := m.b.Read(ctx, p, a.Offset, limit)
+	if err != nil {
+		return toolErr(ctx, err)
+	}
+	content := res.File.Content
+	if strings.TrimSpace(content) == "" {
+		if content == "" && res.NoLinesRequested {
+			return tool.Text(noLinesReminder(limit)), nil
+		}
+		return tool.Text(emptyFileReminder), nil
+	}
+	if res.File.Encoding == backend.EncodingBase64 || backend.IsBinaryPath(p) {
+		return mediaResult(p, res.File), nil
+	}
+	start := res.StartLine
+	if start == 0 {
+		start = max(a.Offset, 0) + 1
+	}
+	rows := backend.NumberedRows(content, start)
+	out := m.capRead(rows, p, res) + clampedOffsetNotice(a.Offset)
+	return tool.Text(out), nil
+}
+
+// mediaResult is a read_file result holding a binary file as one media block.
+func mediaResult(p string, fd backend.FileData) tool.Result {
+	kind, mime := backend.MediaKind(p)
+	if kind == "text" {
+		kind, mime = "file", backend.MIMEType(p)
+	}
+	data := fd.Content
+	if fd.Encoding != backend.EncodingBase64 {
+		data = base64.StdEncoding.EncodeToString([]byte(fd.Content))
+	}
+	return tool.Result{Content: []llm.Block{{Type: llm.BlockType(kind), Data: data, MediaType: mime}}}
+}
+
+// capRead renders a window with its pagination notice, cutting it at the
+// last complete source line that fits the size limit so that the notice
+// never points past lines the model did not see.
+func (m *Filesystem) capRead(rows []backend.Row, p string, res backend.ReadResult) string {
+	body := backend.RenderRows(rows)
+	notice := readNotice(res.StartLine, res.EndLine, res.TotalLines, res.NextOffset)
+	limit := m.evictChars
+	if limit == 0 || utf8.RuneCountInString(body)+utf8.RuneCountInString(notice) < limit {
+		return body + notice
+	}
+	msg := readTruncationMessage(p)
+	msgLen := utf8.RuneCountInString(msg)
+	if res.StartLine != 0 && res.EndLine != 0 {
+		// Boundaries sit after the last row of each source line; rows
+		// numbered past EndLine are not file content and never count.
+		type boundary struct{ bytes, chars, line int }
+		var bounds []boundary
+		width := 0
+		for _, r := range rows {
+			width = max(width, len(r.Marker()))
+		}
+		bytePos, charPos := 0, 0
+		for i, r := range rows {
+			if r.Line > res.EndLine {
+				break
+			}
+			rowLen := width + 2 + len(r.Text)
+			bytePos += rowLen
+			charPos += width + 2 + utf8.RuneCountInString(r.Text)
+			if i+1 == len(rows) || rows[i+1].Line != r.Line {
+				bounds = append(bounds, boundary{bytePos, charPos, r.Line})
+			}
+			bytePos++
+			charPos++
+		}
+		for i := len(bounds) - 1; i >= 0; i-- {
+			bd := bounds[i]
+			adjusted := readNotice(res.StartLine, bd.line, res.TotalLines, bd.line)
+			if bd.chars+msgLen+utf8.RuneCountInString(adjusted) <= limit {
+				return body[:bd.bytes] + msg + adjusted
+			}
+		}
+	}
+	return backend.CutChars(body, max(0, limit-msgLen)) + msg
+}
+
+func (m *Filesystem) writeFile(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var a struct {
+		FilePath string `json:"file_path"`
+		Content  string `json:"content"`
+	}
+	if r := decode(ToolWriteFile, raw, &a); r != nil {
+		return *r, nil
+	}
+	p, err := backend.ValidatePath(a.FilePath)
+	if err != nil {
+		return tool.Errorf("%s", errText(err)), nil
+	}
+	if m.perms.Check(OpWrite, p) == Deny {
+		return tool.Errorf("%s", deniedText(OpWrite, p)), nil
+	}
+	if err := m.b.Write(ctx, p, a.Content); err != nil {
+		return toolErr(ctx, err)
+	}
+	return tool.Text("Updated file " + p), nil
+}
+
+func (m *Filesystem) editFile(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var a struct {
+		FilePath   string `json:"file_path"`
+		OldString  string `json:"old_string"`
+		NewString  string `json:"new_string"`
+		ReplaceAll bool   `json:"replace_all"`
+	}
+	if r := decode(ToolEditFile, raw, &a); r != nil {
+		return *r, nil
+	}
+	p, err := backend.ValidatePath(a.FilePath)
+	if err != nil {
+		return tool.Errorf("%s", errText(err)), nil
+	}
+	if m.perms.Check(OpWrite, p) == Deny {
+		return tool.Errorf("%s", deniedText(OpWrite, p)), nil
+	}
+	n, err := m.b.Edit(ctx, backend.EditRequest{Path: p, Old: a.OldString, New: a.NewString, ReplaceAll: a.ReplaceAll})
+	if err != nil {
+		return toolErr(ctx, err)
+	}
+	return tool.Text(fmt.Sprintf("Successfully replaced %d instance(s) of the string in '%s'", n, p)), nil
+}
+
+func (m *Filesystem) deleteFile(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var a struct {
+		FilePath string `json:"file_path"`
+	}
+	if r := decode(ToolDelete, raw, &a); r != nil {
+		return *r, nil
+	}
+	p, err := backend.ValidatePath(a.FilePath)
+	if err != nil {
+		return tool.Errorf("%s", errText(err)), nil
+	}
+	if !m.perms.Empty() {
+		if deny := m.perms.DeleteDenyPatterns(p, hasDescendants(ctx, m.b, p)); len(deny) > 0 {
+			return tool.Errorf("%s (matches deny rule(s): %s)", deniedText(OpWrite, p), strings.Join(deny, ", ")), nil
+		}
+	}
+	d, ok := m.b.(backend.Deleter)
+	if !ok {
+		return tool.Errorf("%s", deleteNotAvailable), nil
+	}
+	if err := d.Delete(ctx, p); err != nil {
+		return toolErr(ctx, err)
+	}
+	return tool.Text("Deleted " + p), nil
+}
+
+func (m *Filesystem) glob(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var a struct {
+		Pattern string  `json:"pattern"`
+		Path    *string `json:"path"`
+	}
+	if r := decode(ToolGlob, raw, &a); r != nil {
+		return *r, nil
+	}
+	permPath, searchPath := "/", ""
+	if a.Path != nil {
+		p, err := backend.ValidatePath(*a.Path)
+		if err != nil {
+			return tool.Errorf("%s", errText(err)), nil
+		}
+		permPath, searchPath = p, p
+	}
+	if m.perms.Check(OpRead, permPath) == Deny {
+		return tool.Errorf("%s", deniedText(OpRead, permPath)), nil
+	}
+	select {
+	case m.globSlots <- struct{}{}:
+	default:
+		return tool.Errorf("%s", globTooManyCalls), nil
+	}
+	type outcome struct {
+		res backend.GlobResult
+		err error
+	}
+	gctx, cancel := context.WithCancel(ctx)
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() { <-m.globSlots }()
+		var o outcome
+		defer func() {
+			if p := recover(); p != nil {
+				o = outcome{err: fmt.Errorf("panic: %v", p)}
+			}
+			done <- o
+		}()
+		o.res, o.err = m.b.Glob(gctx, a.Pattern, searchPath)
+	}()
+	timer := time.NewTimer(m.globWait)
+	defer timer.Stop()
+	var o outcome
+	select {
+	case o = <-done:
+		cancel()
+	case <-timer.C:
+		cancel() // the walk stops at its next context check and frees its slot
+		return tool.Errorf("%s", globTimeoutMessage(m.globWait.Seconds())), nil
+	case <-ctx.Done():
+		cancel()
+		return tool.Result{}, ctx.Err()
+	}
+	if o.err != nil {
+		if ctx.Err() != nil {
+			return tool.Result{}, ctx.Err()
+		}
+		var be *backend.Error
+		if errors.As(o.err, &be) {
+			return tool.Errorf("%s", errText(o.err)), nil
+		}
+		return tool.Errorf("Error: glob failed: %v", o.err), nil
+	}
+	paths := make([]string, len(o.res.Matches))
+	for i, fi := range o.res.Matches {
+		paths[i] = fi.Path
+	}
+	out := formatPaths(m.readable(paths))
+	if o.res.Truncated {
+		out += "\n\n" + globTruncationNote
+	}
+	return tool.Text(out), nil
+}
+
+func (m *Filesystem) grep(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var a struct {
+		Pattern    string  `json:"pattern"`
+		Path       *string `json:"path"`
+		Glob       *string `json:"glob"`
+		OutputMode string  `json:"output_mode"`
+		MaxCount   *int    `json:"max_count"`
+	}
+	if r := decode(ToolGrep, raw, &a); r != nil {
+		return *r, nil
+	}
+	req := backend.GrepRequest{Pattern: a.Pattern, MaxCount: m.grepMax}
+	if a.Path != nil {
+		p, err := backend.ValidatePath(*a.Path)
+		if err != nil {
+			return tool.Errorf("%s", errText(err)), nil
+		}
+		if m.perms.Check(OpRead, p) == Deny {
+			return tool.Errorf("%s", deniedText(OpRead, p)), nil
+		}
+		req.Path = p
+	}
+	if a.Glob != nil {
+		req.Glob = *a.Glob
+	}
+	if a.MaxCount != nil {
+		req.MaxCount = *a.MaxCount
+	}
+	mode := backend.GrepMode(a.OutputMode)
+	if mode == "" {
+		mode = backend.GrepFilesWithMatches
+	}
+	res, err := m.b.Grep(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		return tool.Result{}, ctx.Err()
+	}
+	backendFound := len(res.Matches) > 0
+	matches, truncated := res.Matches, res.Truncated
+	if req.MaxCount > 0 && len(matches) > req.MaxCount {
+		matches, truncated = matches[:req.MaxCount], true
+	}
+	if !m.perms.Empty() {
+		kept := matches[:0:0]
+		for _, gm := range matches {
+			if m.perms.Check(OpRead, gm.Path) != Deny {
+				kept = append(kept, gm)
+			}
+		}
+		matches = kept
+	}
+	if err != nil {
+		text := errText(err)
+		var be *backend.Error
+		if !errors.As(err, &be) {
+			text = "Error: grep failed: " + err.Error()
+		}
+		if len(matches) == 0 {
+			return tool.Errorf("%s", text), nil
+		}
+		return tool.Errorf("%s\n\nPartial matches:\n%s", backend.TruncateText(text), backend.TruncateText(backend.FormatGrep(matches, mode))), nil
+	}
+	out := backend.TruncateText(backend.FormatGrep(matches, mode))
+	switch {
+	case truncated:
+		out += "\n\n" + grepTruncationNote
+	case !backendFound:
+		if hint := backend.RegexLiteralHint(a.Pattern); hint != "" {
+			out += "\n\n" + hint
+		}
+	}
+	return tool.Text(out), nil
+}
+
+func (m *Filesystem) execute(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
+	var a struct {
+		Command string `json:"command"`
+		Timeout *int   `json:"timeout"`
+	}
+	if r := decode(ToolExecute, raw, &a); r != nil {
+		return *r, nil
+	}
+	req := backend.ExecuteRequest{Command: a.Command}
+	if a.Timeout != nil {
+		t := *a.Timeout
+		maxSecs := int(m.maxExec / time.Second)
+		switch {
+		case t < 0:
+			return tool.Errorf("Error: timeout must be non-negative, got %d.", t), nil
+		case t > maxSecs:
+			return tool.Errorf("Error: timeout %ds exceeds maximum allowed (%ds).", t, maxSecs), nil
+		case t == 0:
+			req.Timeout = backend.NoTimeout
+		default:
+			req.Timeout = time.Duration(t) * time.Second
+		}
+	}
+	ex, ok := m.b.(backend.Executor)
+	if !ok || !backend.CanExecute(m.b) {
+		return tool.Errorf("%s", execNotAvailable), nil
+	}
+	res, err := ex.Execute(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return tool.Result{}, ctx.Err()
+		}
+		switch backend.CodeOf(err) {
+		case backend.Unsupported:
+			return tool.Errorf("Error: Execution not available. %v", err), nil
+		case backend.InvalidArgument:
+			return tool.Errorf("Error: Invalid parameter. %v", err), nil
+		}
+		return tool.Errorf("Error: %v", err), nil
+	}
+	out := res.Output
+	artifact := json.RawMessage(`{}`)
+	if res.ExitCode != nil {
+		status := "succeeded"
+		if *res.ExitCode != 0 {
+			status = "failed"
+		}
+		out += fmt.Sprintf("\n[Command %s with exit code %d]", status, *res.ExitCode)
+		artifact = json.RawMessage(fmt.Sprintf(`{"exit_code":%d}`, *res.ExitCode))
+	}
+	if res.Truncated {
+		out += outputTruncatedLine
+	}
+	return tool.Result{Content: []llm.Block{llm.TextBlock(out)}, Artifact: artifact}, nil
+}
