@@ -91,7 +91,7 @@ func New(cfg Config) (*Agent, error) {
 	if b.backend == nil {
 		b.backend = backend.NewState()
 	}
-	permInterrupts, err := middleware.InterruptOnFromPermissions(cfg.Permissions)
+	permInterrupts, err := interruptsFromPermissions(cfg.Permissions)
 	if err != nil {
 		return nil, fmt.Errorf("harness: permissions: %w", err)
 	}

@@ -77,12 +77,16 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if interrupts == nil {
 		interrupts = b.cfg.InterruptOn
 	}
-	permInterrupts, err := middleware.InterruptOnFromPermissions(perms)
+	permInterrupts, err := interruptsFromPermissions(perms)
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
 	if merged := middleware.MergeInterruptOn(permInterrupts, interrupts); hasInterrupts(merged) {
-		mws = append(mws, newHITL(merged))
+		h, err := newHITL(merged)
+		if err != nil {
+			return middleware.SubAgent{}, err
+		}
+		mws = append(mws, h)
 	}
 	tools := spec.Tools
 	if tools == nil {
@@ -157,7 +161,11 @@ func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.
 		mws = append(mws, middleware.NewToolExclusion(ex...))
 	}
 	if hasInterrupts(b.interMap) {
-		mws = append(mws, newHITL(b.interMap))
+		h, err := newHITL(b.interMap)
+		if err != nil {
+			return middleware.SubAgent{}, err
+		}
+		mws = append(mws, h)
 	}
 	a, err := agent.New(agent.Config{
 		Name:           GeneralPurposeName,
@@ -225,7 +233,11 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 		mws = append(mws, mem)
 	}
 	if hasInterrupts(b.interMap) {
-		mws = append(mws, newHITL(b.interMap))
+		h, err := newHITL(b.interMap)
+		if err != nil {
+			return nil, err
+		}
+		mws = append(mws, h)
 	}
 	if mws, err = matcher.Filter(mws); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
