@@ -1,0 +1,234 @@
+package fakes
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v4"
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+)
+
+// Cassette is a go-vcr v4 cassette (format version 2) as dageval reads and
+// writes it. The optional top-level "dageval" mapping says how the cassette
+// is meant to be matched; go-vcr itself ignores it, so the files stay
+// loadable by cassette.Load.
+type Cassette struct {
+	Version      int                     `yaml:"version"`
+	Meta         *CassetteMeta           `yaml:"dageval,omitempty"`
+	Interactions []*cassette.Interaction `yaml:"interactions"`
+
+	// Path is the file the cassette was read from, for messages.
+	Path string `yaml:"-"`
+	// Lines holds the line of each interaction in the file (0 when unknown).
+	Lines []int `yaml:"-"`
+}
+
+// CassetteMeta is dageval's note in a cassette file.
+type CassetteMeta struct {
+	// Match is how requests find their interactions: "body" (the default)
+	// or "order" for recordings whose request bodies came from another client.
+	Match Match `yaml:"match,omitempty"`
+	// Source says where an imported cassette came from.
+	Source string `yaml:"source,omitempty"`
+}
+
+// MatchMode is the cassette's declared match mode, "body" when unset.
+func (c *Cassette) MatchMode() Match {
+	if c.Meta != nil && c.Meta.Match != "" {
+		return c.Meta.Match
+	}
+	return MatchBody
+}
+
+// Lane returns the lane interaction i was recorded in ("" for none).
+func (c *Cassette) Lane(i int) string { return c.Interactions[i].Request.Headers.Get(LaneHeader) }
+
+// at names interaction i with its position in the file, e.g. "x.yaml:40: interaction 3".
+func (c *Cassette) at(i int) string {
+	loc := c.Path
+	if i < len(c.Lines) && c.Lines[i] > 0 {
+		loc = fmt.Sprintf("%s:%d", c.Path, c.Lines[i])
+	}
+	if loc == "" {
+		return fmt.Sprintf("interaction %d", i)
+	}
+	return fmt.Sprintf("%s: interaction %d", loc, i)
+}
+
+// ReadCassette reads a go-vcr cassette file (plain or gzip-compressed).
+func ReadCassette(path string) (*Cassette, error) {
+	data, err := readMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCassette(path, data)
+}
+
+// ParseCassette parses go-vcr cassette YAML; name labels errors.
+func ParseCassette(name string, data []byte) (*Cassette, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s:%d: a cassette is a mapping with version and interactions", name, root.Line)
+	}
+	c := &Cassette{Path: name}
+	if err := root.Load(c, yaml.WithKnownFields()); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.Version != cassette.CassetteFormatVersion {
+		if c.Version == 1 && mappingValue(root, "interactions") != nil {
+			return nil, fmt.Errorf("%s:%d: version 1 is a vcrpy cassette; import it with `dageval cassette import --from vcrpy`", name, keyLine(root, "version"))
+		}
+		return nil, fmt.Errorf("%s:%d: version: got %d, want %d (go-vcr v4 format)", name, keyLine(root, "version"), c.Version, cassette.CassetteFormatVersion)
+	}
+	if c.Meta != nil && c.Meta.Match != "" {
+		if _, err := ParseMatch(string(c.Meta.Match)); err != nil {
+			return nil, fmt.Errorf("%s:%d: dageval.match: %w", name, keyLine(mappingValue(root, "dageval"), "match"), err)
+		}
+	}
+	if seq := mappingValue(root, "interactions"); seq != nil && seq.Kind == yaml.SequenceNode {
+		for _, it := range seq.Content {
+			c.Lines = append(c.Lines, it.Line)
+		}
+	}
+	for i, it := range c.Interactions {
+		if it == nil {
+			return nil, fmt.Errorf("%s: empty entry", c.at(i))
+		}
+		if it.Request.Method == "" {
+			return nil, fmt.Errorf("%s: request.method is missing", c.at(i))
+		}
+		if it.Request.URL == "" {
+			return nil, fmt.Errorf("%s: request.url is missing", c.at(i))
+		}
+		if it.Response.Code < 100 || it.Response.Code > 599 {
+			return nil, fmt.Errorf("%s: response.code %d is not an HTTP status", c.at(i), it.Response.Code)
+		}
+	}
+	return c, nil
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func keyLine(m *yaml.Node, key string) int {
+	if m == nil {
+		return 0
+	}
+	if m.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i].Line
+			}
+		}
+	}
+	return m.Line
+}
+
+func readMaybeGzip(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		return out, nil
+	}
+	return data, nil
+}
+
+// Marshal renders the cassette as go-vcr YAML. Interactions are grouped by
+// lane (the default lane first, then lanes by name, each in recorded order)
+// and renumbered, so concurrent recordings of the same conversation produce
+// the same bytes.
+func (c *Cassette) Marshal() ([]byte, error) {
+	out := Cassette{Version: cassette.CassetteFormatVersion, Meta: c.Meta}
+	out.Interactions = make([]*cassette.Interaction, len(c.Interactions))
+	for i, it := range c.Interactions {
+		cp := *it
+		out.Interactions[i] = &cp
+	}
+	slices.SortStableFunc(out.Interactions, func(a, b *cassette.Interaction) int {
+		return strings.Compare(a.Request.Headers.Get(LaneHeader), b.Request.Headers.Get(LaneHeader))
+	})
+	for i, it := range out.Interactions {
+		it.ID = i
+	}
+	data, err := yaml.Marshal(&out)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("---\n"), data...), nil
+}
+
+// writeFileAtomic writes data next to path and renames it into place, so a
+// reader never sees half a cassette.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// statusText is the status line go-vcr would have recorded.
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return fmt.Sprintf("%d", code)
+}
+
+// loadCassette reads a cassette for replay.
+func loadCassette(path string) (*Cassette, error) {
+	return ReadCassette(path)
+}
