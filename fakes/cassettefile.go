@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
@@ -51,16 +53,46 @@ func (c *Cassette) MatchMode() Match {
 // Lane returns the lane interaction i was recorded in ("" for none).
 func (c *Cassette) Lane(i int) string { return c.Interactions[i].Request.Headers.Get(LaneHeader) }
 
-// at names interaction i with its position in the file, e.g. "x.yaml:40: interaction 3".
-func (c *Cassette) at(i int) string {
-	loc := c.Path
-	if i < len(c.Lines) && c.Lines[i] > 0 {
-		loc = fmt.Sprintf("%s:%d", c.Path, c.Lines[i])
+// line returns the line of interaction i, 0 when unknown.
+func (c *Cassette) line(i int) int {
+	if i < len(c.Lines) {
+		return c.Lines[i]
 	}
-	if loc == "" {
-		return fmt.Sprintf("interaction %d", i)
+	return 0
+}
+
+// ParseError is a cassette that cannot be read, with the line at fault.
+type ParseError struct {
+	File string
+	Line int // 0 when unknown
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
-	return fmt.Sprintf("%s: interaction %d", loc, i)
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+func parseErrorf(file string, line int, format string, args ...any) *ParseError {
+	return &ParseError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// asParseError turns any error from reading a cassette into a ParseError.
+func asParseError(file string, err error) *ParseError {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	msg := strings.TrimPrefix(err.Error(), file+": ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	return &ParseError{File: file, Line: line, Msg: msg}
 }
 
 // ReadCassette reads a go-vcr cassette file (plain or gzip-compressed).
@@ -76,28 +108,28 @@ func ReadCassette(path string) (*Cassette, error) {
 func ParseCassette(name string, data []byte) (*Cassette, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
 	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("%s:%d: a cassette is a mapping with version and interactions", name, root.Line)
+		return nil, parseErrorf(name, root.Line, "a cassette is a mapping with version and interactions")
 	}
 	c := &Cassette{Path: name}
 	if err := root.Load(c, yaml.WithKnownFields()); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
 	}
 	if c.Version != cassette.CassetteFormatVersion {
 		if c.Version == 1 && mappingValue(root, "interactions") != nil {
-			return nil, fmt.Errorf("%s:%d: version 1 is a vcrpy cassette; import it with `dageval cassette import --from vcrpy`", name, keyLine(root, "version"))
+			return nil, parseErrorf(name, keyLine(root, "version"), "version 1 is a vcrpy cassette; import it with `dageval cassette import --from vcrpy`")
 		}
-		return nil, fmt.Errorf("%s:%d: version: got %d, want %d (go-vcr v4 format)", name, keyLine(root, "version"), c.Version, cassette.CassetteFormatVersion)
+		return nil, parseErrorf(name, keyLine(root, "version"), "version: got %d, want %d (go-vcr v4 format)", c.Version, cassette.CassetteFormatVersion)
 	}
 	if c.Meta != nil && c.Meta.Match != "" {
 		if _, err := ParseMatch(string(c.Meta.Match)); err != nil {
-			return nil, fmt.Errorf("%s:%d: dageval.match: %w", name, keyLine(mappingValue(root, "dageval"), "match"), err)
+			return nil, parseErrorf(name, keyLine(mappingValue(root, "dageval"), "match"), "dageval.match: %v", err)
 		}
 	}
 	if seq := mappingValue(root, "interactions"); seq != nil && seq.Kind == yaml.SequenceNode {
@@ -107,16 +139,16 @@ func ParseCassette(name string, data []byte) (*Cassette, error) {
 	}
 	for i, it := range c.Interactions {
 		if it == nil {
-			return nil, fmt.Errorf("%s: empty entry", c.at(i))
+			return nil, parseErrorf(name, c.line(i), "interaction %d: empty entry", i)
 		}
 		if it.Request.Method == "" {
-			return nil, fmt.Errorf("%s: request.method is missing", c.at(i))
+			return nil, parseErrorf(name, c.line(i), "interaction %d: request.method is missing", i)
 		}
 		if it.Request.URL == "" {
-			return nil, fmt.Errorf("%s: request.url is missing", c.at(i))
+			return nil, parseErrorf(name, c.line(i), "interaction %d: request.url is missing", i)
 		}
 		if it.Response.Code < 100 || it.Response.Code > 599 {
-			return nil, fmt.Errorf("%s: response.code %d is not an HTTP status", c.at(i), it.Response.Code)
+			return nil, parseErrorf(name, c.line(i), "interaction %d: response.code %d is not an HTTP status", i, it.Response.Code)
 		}
 	}
 	return c, nil

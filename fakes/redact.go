@@ -162,7 +162,7 @@ type secretFinding struct {
 	what  string
 }
 
-func (f secretFinding) String() string { return f.where + ": " + f.what }
+func (f secretFinding) String() string { return f.where + " " + f.what }
 
 // secretScanner finds credentials in interactions: sensitive headers that
 // were not redacted, the values of configured secrets, and key-shaped strings.
@@ -229,8 +229,14 @@ func (s *secretScanner) headers(where string, h http.Header) []secretFinding {
 func (s *secretScanner) url(where, raw string) []secretFinding {
 	var out []secretFinding
 	if u, err := url.Parse(raw); err == nil {
-		for k, vals := range u.Query() {
-			for _, v := range vals {
+		q := u.Query()
+		keys := make([]string, 0, len(q))
+		for k := range q {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			for _, v := range q[k] {
 				if isSensitiveParam(k) && !isRedactedValue(v) {
 					out = append(out, secretFinding{where + " query parameter " + k, "is not redacted"})
 				}
@@ -246,8 +252,13 @@ func (s *secretScanner) interaction(i *cassette.Interaction) []secretFinding {
 	out = append(out, s.url("request url", i.Request.URL)...)
 	out = append(out, s.headers("request", i.Request.Headers)...)
 	out = append(out, s.text("request body", i.Request.Body)...)
-	for k, vals := range i.Request.Form {
-		for _, v := range vals {
+	keys := make([]string, 0, len(i.Request.Form))
+	for k := range i.Request.Form {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range i.Request.Form[k] {
 			out = append(out, s.text("request form "+k, v)...)
 		}
 	}
