@@ -117,15 +117,17 @@ func ParseCassette(name string, data []byte) (*Cassette, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, parseErrorf(name, root.Line, "a cassette is a mapping with version and interactions")
 	}
+	switch v := mappingValue(root, "version"); {
+	case v == nil:
+		return nil, parseErrorf(name, root.Line, "version is missing (want %d, the go-vcr v4 format)", cassette.CassetteFormatVersion)
+	case v.Value == "1":
+		return nil, parseErrorf(name, v.Line, "version 1 is a vcrpy cassette; import it with `dageval cassette import --from vcrpy`")
+	case v.Value != strconv.Itoa(cassette.CassetteFormatVersion):
+		return nil, parseErrorf(name, v.Line, "version: got %q, want %d (go-vcr v4 format)", v.Value, cassette.CassetteFormatVersion)
+	}
 	c := &Cassette{Path: name}
 	if err := root.Load(c, yaml.WithKnownFields()); err != nil {
 		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
-	}
-	if c.Version != cassette.CassetteFormatVersion {
-		if c.Version == 1 && mappingValue(root, "interactions") != nil {
-			return nil, parseErrorf(name, keyLine(root, "version"), "version 1 is a vcrpy cassette; import it with `dageval cassette import --from vcrpy`")
-		}
-		return nil, parseErrorf(name, keyLine(root, "version"), "version: got %d, want %d (go-vcr v4 format)", c.Version, cassette.CassetteFormatVersion)
 	}
 	if c.Meta != nil && c.Meta.Match != "" {
 		if _, err := ParseMatch(string(c.Meta.Match)); err != nil {
@@ -263,4 +265,10 @@ func statusText(code int) string {
 // loadCassette reads a cassette for replay.
 func loadCassette(path string) (*Cassette, error) {
 	return ReadCassette(path)
+}
+
+// WriteCassetteFile writes cassette bytes (from Cassette.Marshal) to path
+// atomically, creating directories as needed.
+func WriteCassetteFile(path string, data []byte) error {
+	return writeFileAtomic(path, data)
 }

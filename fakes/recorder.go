@@ -598,7 +598,7 @@ func (r *Recorder) save(c *Cassette) error {
 	var findings []string
 	for i, it := range c.Interactions {
 		for _, f := range scan.interaction(it) {
-			findings = append(findings, fmt.Sprintf("interaction %d (%s %s): %s", i, it.Request.Method, it.Request.URL, f))
+			findings = append(findings, fmt.Sprintf("interaction %d (%s %s): %s", i, it.Request.Method, urlPath(it.Request.URL), f))
 		}
 	}
 	data, err := c.Marshal()
@@ -618,6 +618,15 @@ func (r *Recorder) save(c *Cassette) error {
 		return fmt.Errorf("fakes: writing cassette: %w", err)
 	}
 	return nil
+}
+
+// urlPath is the path of a URL, which is safe to print where the query may
+// hold a secret.
+func urlPath(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Path
+	}
+	return "(unparseable URL)"
 }
 
 // laneStripper removes dageval's bookkeeping headers before a recorded
