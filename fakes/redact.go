@@ -192,11 +192,16 @@ func (s *secretScanner) text(where, text string) []secretFinding {
 			out = append(out, secretFinding{where, fmt.Sprintf("contains the value of configured secret #%d (%d characters)", i+1, len(sec))})
 		}
 	}
+	var taken [][]int // spans already reported, so one key is reported once
 	for _, p := range secretPatterns {
 		for _, m := range p.re.FindAllStringIndex(text, -1) {
 			if m[0] > 0 && isWordByte(text[m[0]-1]) {
 				continue
 			}
+			if slices.ContainsFunc(taken, func(t []int) bool { return m[0] < t[1] && t[0] < m[1] }) {
+				continue
+			}
+			taken = append(taken, m)
 			out = append(out, secretFinding{where, fmt.Sprintf("contains what looks like %s (%q…, %d characters)", p.kind, text[m[0]:m[0]+4], m[1]-m[0])})
 		}
 	}
