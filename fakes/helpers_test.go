@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,3 +77,11 @@ func anthropicHeaders(key string) []string {
 }
 
 func openAIHeaders(key string) []string { return []string{"Authorization", "Bearer " + key} }
+
+// newTestServer serves h on loopback until the test ends and returns its URL.
+func newTestServer(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts.URL
+}

@@ -485,6 +485,8 @@ func describeJSONError(at string, err error) string {
 		return fmt.Sprintf("%s: invalid JSON at byte %d: %v", at, se.Offset, se)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return fmt.Sprintf("%s: unknown field %s (extra inputs are not permitted)", at, strings.TrimPrefix(err.Error(), "json: unknown field "))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return at + ": invalid JSON: unexpected end of input"
 	case errors.Is(err, io.EOF):
 		return at + ": empty body"
 	}
