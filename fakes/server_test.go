@@ -614,7 +614,7 @@ func (f llmFunc) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 
 func TestServerStopReasons(t *testing.T) {
 	tests := []struct {
-		stop                         llm.StopReason
+		stop                        llm.StopReason
 		anthropic, chat, respStatus string
 	}{
 		{llm.StopEndTurn, "end_turn", "stop", "completed"},
