@@ -2,6 +2,7 @@ package fakes
 
 import (
 	"bytes"
+	"container/list"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v4"
 	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -31,6 +33,42 @@ type Cassette struct {
 	Path string `yaml:"-"`
 	// Lines holds the line of each interaction in the file (0 when unknown).
 	Lines []int `yaml:"-"`
+
+	// keys remembers canonical request keys across replays of a parsed
+	// file; copies of a cached Cassette share it.
+	keys *keyCache
+}
+
+// keyCache maps an ignore-path signature and an interaction index to the
+// interaction's canonical request key.
+type keyCache struct {
+	mu sync.Mutex
+	m  map[keyRef]string
+}
+
+type keyRef struct {
+	ignore string
+	index  int
+}
+
+// requestKey returns the canonical key of interaction i under the ignore
+// paths identified by sig, computing it once per parsed file.
+func (c *Cassette) requestKey(i int, sig string, ignore []fieldPath) string {
+	if c.keys == nil {
+		return canonicalKey([]byte(c.Interactions[i].Request.Body), ignore)
+	}
+	ref := keyRef{sig, i}
+	c.keys.mu.Lock()
+	k, ok := c.keys.m[ref]
+	c.keys.mu.Unlock()
+	if ok {
+		return k
+	}
+	k = canonicalKey([]byte(c.Interactions[i].Request.Body), ignore)
+	c.keys.mu.Lock()
+	c.keys.m[ref] = k
+	c.keys.mu.Unlock()
+	return k
 }
 
 // CassetteMeta is dageval's note in a cassette file.
@@ -125,7 +163,7 @@ func ParseCassette(name string, data []byte) (*Cassette, error) {
 	case v.Value != strconv.Itoa(cassette.CassetteFormatVersion):
 		return nil, parseErrorf(name, v.Line, "version: got %q, want %d (go-vcr v4 format)", v.Value, cassette.CassetteFormatVersion)
 	}
-	c := &Cassette{Path: name}
+	c := &Cassette{Path: name, keys: &keyCache{m: map[keyRef]string{}}}
 	if err := root.Load(c, yaml.WithKnownFields()); err != nil {
 		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
 	}
@@ -262,9 +300,63 @@ func statusText(code int) string {
 	return fmt.Sprintf("%d", code)
 }
 
-// loadCassette reads a cassette for replay.
+// parsed keeps recently parsed cassettes keyed by their exact bytes, so that
+// replaying the same file again (go test -count=N, repeated runs of one
+// case, benchmarks) skips the YAML parse, which dominates replay time.
+// Entries are never modified after parsing; the least recently used are
+// dropped beyond parsedMaxEntries files or parsedMaxBytes of file content.
+var parsed = struct {
+	sync.Mutex
+	entries map[string]*list.Element
+	order   *list.List // front = most recently used
+	size    int
+}{entries: map[string]*list.Element{}, order: list.New()}
+
+const (
+	parsedMaxEntries = 64
+	parsedMaxBytes   = 32 << 20
+)
+
+type parsedEntry struct {
+	data string
+	c    *Cassette
+}
+
+// loadCassette reads a cassette for replay. The result is shared: callers
+// must not modify it or its interactions.
 func loadCassette(path string) (*Cassette, error) {
-	return ReadCassette(path)
+	data, err := readMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	if el, ok := parsed.entries[string(data)]; ok { // no copy: the compiler looks up []byte keys in place
+		parsed.order.MoveToFront(el)
+		c := *el.Value.(*parsedEntry).c
+		parsed.Unlock()
+		c.Path = path
+		return &c, nil
+	}
+	parsed.Unlock()
+	c, err := ParseCassette(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if key := string(data); len(key) <= parsedMaxBytes/4 {
+		parsed.Lock()
+		if _, ok := parsed.entries[key]; !ok {
+			parsed.entries[key] = parsed.order.PushFront(&parsedEntry{key, c})
+			parsed.size += len(key)
+			for parsed.order.Len() > parsedMaxEntries || parsed.size > parsedMaxBytes {
+				old := parsed.order.Remove(parsed.order.Back()).(*parsedEntry)
+				delete(parsed.entries, old.data)
+				parsed.size -= len(old.data)
+			}
+		}
+		parsed.Unlock()
+	}
+	cp := *c
+	return &cp, nil
 }
 
 // WriteCassetteFile writes cassette bytes (from Cassette.Marshal) to path

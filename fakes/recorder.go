@@ -192,6 +192,7 @@ type Recorder struct {
 	modeReason string
 	match      Match
 	ignore     []fieldPath
+	ignoreSig  string
 	cfg        config
 	meta       *CassetteMeta
 	source     *Cassette // what was loaded, for line numbers
@@ -241,7 +242,7 @@ func NewRecorder(path string, opts ...Option) (*Recorder, error) {
 			return nil, err
 		}
 	}
-	r := &Recorder{path: path, mode: mode, modeReason: reason, ignore: ignore, cfg: cfg}
+	r := &Recorder{path: path, mode: mode, modeReason: reason, ignore: ignore, cfg: cfg, ignoreSig: strings.Join(cfg.ignore, "\x00")}
 	if mode == ModeLive {
 		return r, nil
 	}
@@ -436,7 +437,12 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 					reqKey, keyed = canonicalKey(body, r.ignore), true
 				}
 				if !e.keyDone {
-					e.key, e.keyDone = canonicalKey([]byte(e.it.Request.Body), r.ignore), true
+					if e.index >= 0 && r.source != nil {
+						e.key = r.source.requestKey(e.index, r.ignoreSig, r.ignore)
+					} else {
+						e.key = canonicalKey([]byte(e.it.Request.Body), r.ignore)
+					}
+					e.keyDone = true
 				}
 				if e.key != reqKey {
 					continue
