@@ -2,8 +2,8 @@ package fakes
 
 import (
 	"bytes"
-	"container/list"
 	"compress/gzip"
+	"container/list"
 	"errors"
 	"fmt"
 	"io"
