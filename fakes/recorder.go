@@ -28,14 +28,16 @@ type Mode string
 const (
 	// ModeReplay answers from the cassette only. A missing cassette or a
 	// request with no recorded interaction is an error; nothing reaches the
-	// network. It is the default, and CI=true forces it.
+	// network. It is the default, and CI=true forces it over the recording
+	// modes.
 	ModeReplay Mode = "replay"
 	// ModeRecord sends every request to the server and rewrites the cassette
 	// with what it saw when the recorder stops.
 	ModeRecord Mode = "record"
 	// ModeRecordMissing replays what the cassette has and records the rest.
 	ModeRecordMissing Mode = "record-missing"
-	// ModeLive sends every request to the server and keeps nothing.
+	// ModeLive sends every request to the server and keeps nothing. Only an
+	// explicit request selects it, in CI too.
 	ModeLive Mode = "live"
 )
 
@@ -96,7 +98,8 @@ type config struct {
 	recordedHost  string
 }
 
-// WithMode asks for a mode. CI=true still forces ModeReplay.
+// WithMode asks for a mode. With CI=true, record and record-missing become
+// replay (see ResolveMode).
 func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
 
 // WithMatch overrides the cassette's declared match mode.
@@ -139,8 +142,12 @@ func WithGetenv(fn func(string) string) Option { return func(c *config) { c.gete
 // matching ignores the host, so replay is unaffected.
 func WithRecordedHost(host string) Option { return func(c *config) { c.recordedHost = host } }
 
-// ResolveMode applies the environment to a requested mode ("" for none):
-// CI=true forces replay; otherwise a requested mode wins; otherwise
+// ResolveMode applies the environment to a requested mode ("" for none).
+// With CI=true, everything but an explicit live request replays: CI never
+// records, and a missing cassette or interaction fails instead of reaching
+// the network. Live is kept because it was asked for by name, never writes a
+// cassette, and is how a CI job runs against a local server or a nightly job
+// against a real provider. Outside CI a requested mode wins; otherwise
 // DAGEVAL_RECORD=1 (or "record") records and DAGEVAL_RECORD=missing records
 // what is missing; otherwise replay. The reason says which rule decided.
 func ResolveMode(requested Mode, getenv func(string) string) (mode Mode, reason string, err error) {
@@ -152,7 +159,7 @@ func ResolveMode(requested Mode, getenv func(string) string) (mode Mode, reason 
 			return "", "", err
 		}
 	}
-	if ci, _ := strconv.ParseBool(getenv("CI")); ci {
+	if ci, _ := strconv.ParseBool(getenv("CI")); ci && requested != ModeLive {
 		if requested != "" && requested != ModeReplay {
 			return ModeReplay, fmt.Sprintf("CI=true forces replay (%s was requested)", requested), nil
 		}

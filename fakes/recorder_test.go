@@ -3,7 +3,6 @@ package fakes_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -237,7 +236,8 @@ func TestResolveMode(t *testing.T) {
 		{"", []string{"DAGEVAL_RECORD", "sometimes"}, "", "", "DAGEVAL_RECORD"},
 		{fakes.ModeLive, []string{"DAGEVAL_RECORD", "1"}, fakes.ModeLive, "requested", ""},
 		{fakes.ModeRecord, []string{"CI", "true"}, fakes.ModeReplay, "CI=true forces replay (record was requested)", ""},
-		{fakes.ModeLive, []string{"CI", "1"}, fakes.ModeReplay, "CI=true forces replay (live was requested)", ""},
+		{fakes.ModeLive, []string{"CI", "1"}, fakes.ModeLive, "requested", ""},
+		{fakes.ModeRecordMissing, []string{"CI", "1"}, fakes.ModeReplay, "CI=true forces replay (record-missing was requested)", ""},
 		{"", []string{"CI", "true", "DAGEVAL_RECORD", "1"}, fakes.ModeReplay, "CI=true forces replay", ""},
 		{"", []string{"CI", "false", "DAGEVAL_RECORD", "1"}, fakes.ModeRecord, "DAGEVAL_RECORD=1", ""},
 		{"bogus", nil, "", "", "unknown mode"},
@@ -260,7 +260,7 @@ func TestCIForcesReplay(t *testing.T) {
 	ci := env("CI", "true", "DAGEVAL_RECORD", "1")
 	network := &countingTransport{}
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
-	for _, m := range []fakes.Mode{"", fakes.ModeReplay, fakes.ModeRecord, fakes.ModeRecordMissing, fakes.ModeLive} {
+	for _, m := range []fakes.Mode{"", fakes.ModeReplay, fakes.ModeRecord, fakes.ModeRecordMissing} {
 		_, err := fakes.NewRecorder(missing, fakes.WithMode(m), fakes.WithGetenv(ci), fakes.WithRealTransport(network))
 		require.ErrorIs(t, err, fakes.ErrCassetteNotFound, "mode %q", m)
 		assert.ErrorContains(t, err, "CI=true")
@@ -268,6 +268,17 @@ func TestCIForcesReplay(t *testing.T) {
 	}
 	_, err := os.Stat(missing)
 	assert.True(t, os.IsNotExist(err), "nothing may be created in CI")
+
+	// Live, asked for by name, stays live: a CI job may run against a local server.
+	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("live in CI")))
+	defer srv.Close()
+	live, err := fakes.NewRecorder(missing, fakes.WithMode(fakes.ModeLive), fakes.WithGetenv(ci))
+	require.NoError(t, err)
+	assert.Equal(t, fakes.ModeLive, live.Mode())
+	assert.Contains(t, mustPost(t, context.Background(), live.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), anthropicHeaders("k")...).body, "live in CI")
+	require.NoError(t, live.Stop())
+	_, err = os.Stat(missing)
+	assert.True(t, os.IsNotExist(err))
 
 	// With a cassette, a request it lacks is an error, never a network call.
 	path := filepath.Join(t.TempDir(), "ci.yaml")
@@ -670,5 +681,4 @@ func TestReplayingACorruptCassetteFails(t *testing.T) {
 
 	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithMatch("fuzzy"))
 	require.ErrorContains(t, err, `unknown match mode "fuzzy"`)
-	_ = errors.New
 }

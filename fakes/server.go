@@ -39,6 +39,14 @@ const (
 // from the request, so concurrent callers get the same ids on every run),
 // usage and stop reasons; the "model" field echoes the requested model.
 // Faults (FailOn) replace the answer to the n-th call.
+//
+// How llm.Response maps to the wire: the message's blocks come first, in
+// order (thinking, redacted thinking, text), then its tool calls; Usage
+// is reported as is (OpenAI's prompt tokens add cache reads and writes to
+// InputTokens); an empty Usage is estimated with ApproxUsage; tool calls
+// without an id get one; a StopSequence answer reports
+// Message.Metadata["stop_sequence"] as the sequence that matched. Streams
+// split text at spaces and tool arguments into three pieces.
 type Server struct {
 	// URL is the base URL of a server started by NewServer, e.g.
 	// http://127.0.0.1:41234; empty for NewHandler.
