@@ -189,10 +189,16 @@ func ResolveMode(requested Mode, getenv func(string) string) (mode Mode, reason 
 // matching interactions are handed out in recorded order and each once.
 // Recorded latency is never replayed.
 //
+// The match mode is the one the cassette declares (dageval.match, body by
+// default) unless WithMatch overrides it. A saved request carries its lane
+// in the LaneHeader header; interactions are grouped by lane on save.
+//
 // Before an exchange is kept, sensitive headers and query parameters are
 // replaced by Redacted and volatile headers dropped; when saving, the
 // recorder refuses to write a file in which a configured secret, a
 // credential it saw in a header, or a key-shaped string appears.
+//
+// A Recorder is safe for concurrent use.
 type Recorder struct {
 	path       string
 	mode       Mode
