@@ -32,5 +32,5 @@ func LaneOf(ctx context.Context) string {
 	if l, ok := ctx.Value(laneKey{}).(string); ok {
 		return l
 	}
-	return agent.AgentPath(ctx)
+	return agent.Lane(ctx)
 }
