@@ -233,6 +233,7 @@ type options struct {
 	config      map[string]any
 	tokenStream bool
 	path        string
+	lane        string
 	cp          Checkpointer
 }
 
@@ -270,6 +271,9 @@ func WithTokenStream() Option { return func(o *options) { o.tokenStream = true }
 // share their parent's.
 func WithCheckpointer(cp Checkpointer) Option { return func(o *options) { o.cp = cp } }
 
+// WithLane sets the run's replay lane (see Lane); nested agents use it.
+func WithLane(lane string) Option { return func(o *options) { o.lane = lane } }
+
 // WithAgentPath sets the path events are labelled with; nested agents use it.
 func WithAgentPath(path string) Option { return func(o *options) { o.path = path } }
 
@@ -298,7 +302,7 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 	if o.cp == nil {
 		o.cp = a.cfg.Checkpointer
 	}
-	r := &run{thread: o.thread, emitter: o.events, clock: o.clock, config: o.config, path: o.path, cp: o.cp}
+	r := &run{thread: o.thread, emitter: o.events, clock: o.clock, config: o.config, path: o.path, lane: o.lane, cp: o.cp}
 	if parent := runFrom(ctx); parent != nil && r.clock == nil {
 		r.clock = parent.clock
 	}

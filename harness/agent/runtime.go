@@ -21,6 +21,7 @@ type run struct {
 	config  map[string]any
 	resume  map[string]json.RawMessage // interrupt id → resume value
 	path    string                     // agent path for events, e.g. "main/task:researcher"
+	lane    string                     // replay lane; the path unless set
 	cp      Checkpointer
 	step    atomic.Int64 // steps taken so far, stamped on custom events
 }
@@ -68,6 +69,19 @@ func ThreadID(ctx context.Context) string {
 // AgentPath names the agent that is running, e.g. "main" or "main/task:researcher".
 func AgentPath(ctx context.Context) string {
 	if r := runFrom(ctx); r != nil {
+		return r.path
+	}
+	return ""
+}
+
+// Lane identifies the run for ordered replay of its model calls: the agent
+// path, refined with the tool-call ids of the task calls that started it, so
+// two parallel runs of the same subagent never share a lane.
+func Lane(ctx context.Context) string {
+	if r := runFrom(ctx); r != nil {
+		if r.lane != "" {
+			return r.lane
+		}
 		return r.path
 	}
 	return ""

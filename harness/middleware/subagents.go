@@ -207,6 +207,7 @@ func (m *SubAgentMiddleware) runTask(ctx context.Context, raw json.RawMessage) (
 	in := m.childInput(parent, args.Description)
 	opts := []agent.Option{
 		agent.WithAgentPath(agent.AgentPath(ctx) + "/task:" + sa.Name),
+		agent.WithLane(agent.Lane(ctx) + "/task:" + sa.Name + "#" + call.ID),
 		agent.WithEvents(func(ev agent.Event) { agent.EmitEvent(ctx, ev) }),
 	}
 	cp, thread := agent.CheckpointerFrom(ctx), agent.ThreadID(ctx)

@@ -340,3 +340,29 @@ func TestDynamicResponseFormat(t *testing.T) {
 	assert.True(t, tools[1].IsError)
 	assert.Contains(t, tools[1].Text(), `cannot be used with the compiled subagent "comp"`)
 }
+
+// laneModel records the replay lane of each call.
+type laneModel struct {
+	mu    sync.Mutex
+	lanes []string
+}
+
+func (m *laneModel) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	m.mu.Lock()
+	m.lanes = append(m.lanes, agent.Lane(ctx))
+	m.mu.Unlock()
+	return &llm.Response{Message: llm.Assistant("done")}, nil
+}
+
+func TestParallelTasksOfOneTypeGetDistinctLanes(t *testing.T) {
+	lm := &laneModel{}
+	child := mustAgent(t, agent.Config{Model: lm})
+	m := subagentMW(t, middleware.SubAgent{Name: "r", Description: "r", Runner: child})
+	parent := mustAgent(t, agent.Config{Model: fakes.NewScripted(
+		fakes.Calls("", fakes.CallID("c1", "task", `{"description":"a","subagent_type":"r"}`), fakes.CallID("c2", "task", `{"description":"b","subagent_type":"r"}`)),
+		fakes.Reply("ok"),
+	), Middleware: []agent.Middleware{m}})
+	_, err := parent.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("go")}})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"main/task:r#c1", "main/task:r#c2"}, lm.lanes)
+}

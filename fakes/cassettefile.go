@@ -1,0 +1,366 @@
+package fakes
+
+import (
+	"bytes"
+	"compress/gzip"
+	"container/list"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v4"
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+)
+
+// Cassette is a go-vcr v4 cassette (format version 2) as dageval reads and
+// writes it. The optional top-level "dageval" mapping says how the cassette
+// is meant to be matched; go-vcr itself ignores it, so the files stay
+// loadable by cassette.Load.
+type Cassette struct {
+	Version      int                     `yaml:"version"`
+	Meta         *CassetteMeta           `yaml:"dageval,omitempty"`
+	Interactions []*cassette.Interaction `yaml:"interactions"`
+
+	// Path is the file the cassette was read from, for messages.
+	Path string `yaml:"-"`
+	// Lines holds the line of each interaction in the file (0 when unknown).
+	Lines []int `yaml:"-"`
+
+	// keys remembers canonical request keys across replays of a parsed
+	// file; copies of a cached Cassette share it.
+	keys *keyCache
+}
+
+// keyCache maps an ignore-path signature and an interaction index to the
+// interaction's canonical request key.
+type keyCache struct {
+	mu sync.Mutex
+	m  map[keyRef]string
+}
+
+type keyRef struct {
+	ignore string
+	index  int
+}
+
+// requestKey returns the canonical key of interaction i under the ignore
+// paths identified by sig, computing it once per parsed file.
+func (c *Cassette) requestKey(i int, sig string, ignore []fieldPath) string {
+	if c.keys == nil {
+		return canonicalKey([]byte(c.Interactions[i].Request.Body), ignore)
+	}
+	ref := keyRef{sig, i}
+	c.keys.mu.Lock()
+	k, ok := c.keys.m[ref]
+	c.keys.mu.Unlock()
+	if ok {
+		return k
+	}
+	k = canonicalKey([]byte(c.Interactions[i].Request.Body), ignore)
+	c.keys.mu.Lock()
+	c.keys.m[ref] = k
+	c.keys.mu.Unlock()
+	return k
+}
+
+// CassetteMeta is dageval's note in a cassette file.
+type CassetteMeta struct {
+	// Match is how requests find their interactions: "body" (the default)
+	// or "order" for recordings whose request bodies came from another client.
+	Match Match `yaml:"match,omitempty"`
+	// Source says where an imported cassette came from.
+	Source string `yaml:"source,omitempty"`
+}
+
+// MatchMode is the cassette's declared match mode, "body" when unset.
+func (c *Cassette) MatchMode() Match {
+	if c.Meta != nil && c.Meta.Match != "" {
+		return c.Meta.Match
+	}
+	return MatchBody
+}
+
+// Lane returns the lane interaction i was recorded in ("" for none).
+func (c *Cassette) Lane(i int) string { return c.Interactions[i].Request.Headers.Get(LaneHeader) }
+
+// line returns the line of interaction i, 0 when unknown.
+func (c *Cassette) line(i int) int {
+	if i < len(c.Lines) {
+		return c.Lines[i]
+	}
+	return 0
+}
+
+// ParseError is a cassette that cannot be read, with the line at fault.
+type ParseError struct {
+	File string
+	Line int // 0 when unknown
+	Msg  string
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+func parseErrorf(file string, line int, format string, args ...any) *ParseError {
+	return &ParseError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// asParseError turns any error from reading a cassette into a ParseError.
+func asParseError(file string, err error) *ParseError {
+	var pe *ParseError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	msg := strings.TrimPrefix(err.Error(), file+": ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	return &ParseError{File: file, Line: line, Msg: msg}
+}
+
+// ReadCassette reads a go-vcr cassette file (plain or gzip-compressed).
+func ReadCassette(path string) (*Cassette, error) {
+	data, err := readMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCassette(path, data)
+}
+
+// ParseCassette parses go-vcr cassette YAML; name labels errors.
+func ParseCassette(name string, data []byte) (*Cassette, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, parseErrorf(name, root.Line, "a cassette is a mapping with version and interactions")
+	}
+	switch v := mappingValue(root, "version"); {
+	case v == nil:
+		return nil, parseErrorf(name, root.Line, "version is missing (want %d, the go-vcr v4 format)", cassette.CassetteFormatVersion)
+	case v.Value == "1":
+		return nil, parseErrorf(name, v.Line, "version 1 is a vcrpy cassette; import it with `dageval cassette import --from vcrpy`")
+	case v.Value != strconv.Itoa(cassette.CassetteFormatVersion):
+		return nil, parseErrorf(name, v.Line, "version: got %q, want %d (go-vcr v4 format)", v.Value, cassette.CassetteFormatVersion)
+	}
+	c := &Cassette{Path: name, keys: &keyCache{m: map[keyRef]string{}}}
+	if err := root.Load(c, yaml.WithKnownFields()); err != nil {
+		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
+	}
+	if c.Meta != nil && c.Meta.Match != "" {
+		if _, err := ParseMatch(string(c.Meta.Match)); err != nil {
+			return nil, parseErrorf(name, keyLine(mappingValue(root, "dageval"), "match"), "dageval.match: %v", err)
+		}
+	}
+	if seq := mappingValue(root, "interactions"); seq != nil && seq.Kind == yaml.SequenceNode {
+		for _, it := range seq.Content {
+			c.Lines = append(c.Lines, it.Line)
+		}
+	}
+	for i, it := range c.Interactions {
+		if it == nil {
+			return nil, parseErrorf(name, c.line(i), "interaction %d: empty entry", i)
+		}
+		if it.Request.Method == "" {
+			return nil, parseErrorf(name, c.line(i), "interaction %d: request.method is missing", i)
+		}
+		if it.Request.URL == "" {
+			return nil, parseErrorf(name, c.line(i), "interaction %d: request.url is missing", i)
+		}
+		if it.Response.Code < 100 || it.Response.Code > 599 {
+			return nil, parseErrorf(name, c.line(i), "interaction %d: response.code %d is not an HTTP status", i, it.Response.Code)
+		}
+	}
+	return c, nil
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func keyLine(m *yaml.Node, key string) int {
+	if m == nil {
+		return 0
+	}
+	if m.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				return m.Content[i].Line
+			}
+		}
+	}
+	return m.Line
+}
+
+func readMaybeGzip(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		return out, nil
+	}
+	return data, nil
+}
+
+// Marshal renders the cassette as go-vcr YAML. Interactions are grouped by
+// lane (the default lane first, then lanes by name, each in recorded order)
+// and renumbered, so concurrent recordings of the same conversation produce
+// the same bytes.
+func (c *Cassette) Marshal() ([]byte, error) {
+	out := Cassette{Version: cassette.CassetteFormatVersion, Meta: c.Meta}
+	out.Interactions = make([]*cassette.Interaction, len(c.Interactions))
+	for i, it := range c.Interactions {
+		cp := *it
+		out.Interactions[i] = &cp
+	}
+	slices.SortStableFunc(out.Interactions, func(a, b *cassette.Interaction) int {
+		return strings.Compare(a.Request.Headers.Get(LaneHeader), b.Request.Headers.Get(LaneHeader))
+	})
+	for i, it := range out.Interactions {
+		it.ID = i
+	}
+	data, err := yaml.Marshal(&out)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("---\n"), data...), nil
+}
+
+// writeFileAtomic writes data next to path and renames it into place, so a
+// reader never sees half a cassette.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if err := errors.Join(werr, cerr); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// statusText is the status line go-vcr would have recorded.
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return fmt.Sprintf("%d", code)
+}
+
+// parsed keeps recently parsed cassettes keyed by their exact bytes, so that
+// replaying the same file again (go test -count=N, repeated runs of one
+// case, benchmarks) skips the YAML parse, which dominates replay time.
+// Entries are never modified after parsing; the least recently used are
+// dropped beyond parsedMaxEntries files or parsedMaxBytes of file content.
+var parsed = struct {
+	sync.Mutex
+	entries map[string]*list.Element
+	order   *list.List // front = most recently used
+	size    int
+}{entries: map[string]*list.Element{}, order: list.New()}
+
+const (
+	parsedMaxEntries = 64
+	parsedMaxBytes   = 32 << 20
+)
+
+type parsedEntry struct {
+	data string
+	c    *Cassette
+}
+
+// loadCassette reads a cassette for replay. The result is shared: callers
+// must not modify it or its interactions.
+func loadCassette(path string) (*Cassette, error) {
+	data, err := readMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	parsed.Lock()
+	if el, ok := parsed.entries[string(data)]; ok { // no copy: the compiler looks up []byte keys in place
+		parsed.order.MoveToFront(el)
+		c := *el.Value.(*parsedEntry).c
+		parsed.Unlock()
+		c.Path = path
+		return &c, nil
+	}
+	parsed.Unlock()
+	c, err := ParseCassette(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if key := string(data); len(key) <= parsedMaxBytes/4 {
+		parsed.Lock()
+		if _, ok := parsed.entries[key]; !ok {
+			parsed.entries[key] = parsed.order.PushFront(&parsedEntry{key, c})
+			parsed.size += len(key)
+			for parsed.order.Len() > parsedMaxEntries || parsed.size > parsedMaxBytes {
+				old := parsed.order.Remove(parsed.order.Back()).(*parsedEntry)
+				delete(parsed.entries, old.data)
+				parsed.size -= len(old.data)
+			}
+		}
+		parsed.Unlock()
+	}
+	cp := *c
+	return &cp, nil
+}
+
+// WriteCassetteFile writes cassette bytes (from Cassette.Marshal) to path
+// atomically, creating directories as needed.
+func WriteCassetteFile(path string, data []byte) error {
+	return writeFileAtomic(path, data)
+}

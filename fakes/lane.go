@@ -1,0 +1,36 @@
+package fakes
+
+import (
+	"context"
+
+	"github.com/dageval/dageval/harness/agent"
+)
+
+// LaneHeader is the request header under which a cassette stores the lane an
+// interaction was recorded in. The recorder adds it to what it saves and never
+// sends it to the server.
+const LaneHeader = "X-Dageval-Lane"
+
+type laneKey struct{}
+
+// WithLane returns a context whose HTTP requests replay in the named lane.
+// Calls in one lane replay in the order they were recorded, independently of
+// other lanes, so concurrent callers (parallel subagents, a grader) replay
+// deterministically however their calls interleave. An explicit lane takes
+// precedence over the agent path.
+func WithLane(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, laneKey{}, name)
+}
+
+// LaneOf returns the lane of a request context: the name given to WithLane,
+// else the running agent's path (agent.AgentPath: "main", or a subagent's own
+// path), else "" (the default lane).
+func LaneOf(ctx context.Context) string {
+	if ctx == nil {
+		return ""
+	}
+	if l, ok := ctx.Value(laneKey{}).(string); ok {
+		return l
+	}
+	return agent.Lane(ctx)
+}

@@ -1,0 +1,225 @@
+package fakes
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v4"
+)
+
+// Lint checks, named in every Problem.
+const (
+	CheckParse       = "parse"       // the file or an interaction cannot be read or replayed
+	CheckSecret      = "secret"      // a credential would be committed
+	CheckDuplicate   = "duplicate"   // an interaction repeats an earlier one exactly
+	CheckUnreachable = "unreachable" // replay can never hand an interaction out
+)
+
+// LintOptions configures LintFile and LintCassette.
+type LintOptions struct {
+	// Match overrides the match mode the cassette declares (body by default).
+	Match Match
+	// IgnoreFields are extra request-body paths ignored when matching, as in WithIgnoreFields.
+	IgnoreFields []string
+	// Secrets are values (e.g. the API keys in the environment) that must
+	// appear nowhere; values shorter than 8 characters are not searched for.
+	Secrets []string
+}
+
+// Problem is one lint finding.
+type Problem struct {
+	File        string
+	Line        int // 0 when unknown
+	Interaction int // -1 for the file as a whole
+	Check       string
+	Message     string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
+	b.WriteString(": ")
+	if p.Interaction >= 0 {
+		fmt.Fprintf(&b, "interaction %d: ", p.Interaction)
+	}
+	fmt.Fprintf(&b, "%s: %s", p.Check, p.Message)
+	return b.String()
+}
+
+// LintFile reads a cassette, go-vcr or vcrpy (plain or gzip-compressed),
+// and lints it. A vcrpy file is linted as it is, before the redaction that
+// import applies, so its unredacted headers are reported. An unreadable file
+// is an error; everything else is a Problem.
+func LintFile(path string, opts LintOptions) ([]Problem, error) {
+	data, err := readMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseAnyCassette(path, data)
+	if err != nil {
+		pe := asParseError(path, err)
+		return []Problem{{File: path, Line: pe.Line, Interaction: -1, Check: CheckParse, Message: pe.Msg}}, nil
+	}
+	return LintCassette(c, opts), nil
+}
+
+// parseAnyCassette tells vcrpy (version 1) from go-vcr (version 2) files.
+func parseAnyCassette(path string, data []byte) (*Cassette, error) {
+	var probe struct {
+		Version any `yaml:"version"`
+	}
+	if err := yaml.Unmarshal(data, &probe); err == nil && fmt.Sprint(probe.Version) == "1" {
+		return parseVCRPy(path, data, false)
+	}
+	return ParseCassette(path, data)
+}
+
+// LintCassette checks a parsed cassette:
+//
+//   - parse: every interaction has a parseable URL; JSON request and
+//     response bodies parse; every data line of an SSE response parses.
+//   - secret: sensitive headers and query parameters hold only redaction
+//     markers; no configured secret and no key-shaped string (sk-…, AIza…)
+//     appears in a URL, a header or a body.
+//   - duplicate: an interaction repeats an earlier one of its lane exactly
+//     (method, URL, canonical request body, status and response body):
+//     a recorder never writes that for one run; it comes from merged or
+//     hand-copied cassettes.
+//   - unreachable, in body mode: an earlier interaction answers the same
+//     requests (its lane or no lane, same method, path, query and canonical
+//     body) with a 2xx response. Replay hands the earlier one out first, and
+//     a client sends a byte-identical request again only after a failure: a
+//     successful answer becomes part of the next request, and retries are off
+//     during replay. The usual cause is an ignore path that hides what tells
+//     two turns apart. In order mode nothing is unreachable: the n-th request
+//     for a route in a lane gets the n-th interaction for it, whatever the
+//     bodies say.
+func LintCassette(c *Cassette, opts LintOptions) []Problem {
+	var probs []Problem
+	add := func(i int, check, format string, args ...any) {
+		line := 0
+		if i >= 0 && i < len(c.Lines) {
+			line = c.Lines[i]
+		}
+		probs = append(probs, Problem{File: c.Path, Line: line, Interaction: i, Check: check, Message: fmt.Sprintf(format, args...)})
+	}
+	match := opts.Match
+	if match == "" {
+		match = c.MatchMode()
+	}
+	ignore, err := compileFieldPaths(append(slices.Clone(DefaultIgnoredFields), opts.IgnoreFields...))
+	if err != nil {
+		add(-1, CheckParse, "ignore fields: %v", err)
+		return probs
+	}
+	scan := newSecretScanner(opts.Secrets)
+
+	type seen struct {
+		lane, route, query, key string
+		code                    int
+		respBody                string
+	}
+	var earlier []seen
+	for i, it := range c.Interactions {
+		u, err := url.Parse(it.Request.URL)
+		if err != nil {
+			add(i, CheckParse, "request url %q: %v", it.Request.URL, err)
+			continue
+		}
+		for _, p := range bodyProblems("request", it.Request.Headers.Get("Content-Type"), it.Request.Body) {
+			add(i, CheckParse, "%s", p)
+		}
+		for _, p := range bodyProblems("response", it.Response.Headers.Get("Content-Type"), it.Response.Body) {
+			add(i, CheckParse, "%s", p)
+		}
+		for _, f := range scan.interaction(it) {
+			add(i, CheckSecret, "%s", f)
+		}
+
+		cur := seen{
+			lane:     it.Request.Headers.Get(LaneHeader),
+			route:    it.Request.Method + " " + u.Path,
+			query:    matchQuery(u),
+			key:      canonicalKey([]byte(it.Request.Body), ignore),
+			code:     it.Response.Code,
+			respBody: it.Response.Body,
+		}
+		for j, prev := range earlier {
+			if prev.route != cur.route || prev.query != cur.query || prev.key != cur.key {
+				continue
+			}
+			if prev.lane == cur.lane && prev.code == cur.code && prev.respBody == cur.respBody {
+				add(i, CheckDuplicate, "repeats interaction %d exactly (same request and response)", j)
+				break
+			}
+			if match == MatchBody && (prev.lane == cur.lane || prev.lane == "") && prev.code >= 200 && prev.code < 300 {
+				add(i, CheckUnreachable, "interaction %d answers the same request (%s, lane %q) first with status %d; a replayed run never sends that request again", j, cur.route, cur.lane, prev.code)
+				break
+			}
+		}
+		earlier = append(earlier, cur)
+	}
+	return probs
+}
+
+// bodyProblems checks that a body is what its content type says.
+func bodyProblems(what, contentType, body string) []string {
+	if body == "" {
+		return nil
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch {
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		if !json.Valid([]byte(body)) {
+			return []string{fmt.Sprintf("%s body is not valid JSON though its content type is %s", what, mt)}
+		}
+	case mt == "text/event-stream":
+		var out []string
+		for n, line := range strings.Split(body, "\n") {
+			data, ok := strings.CutPrefix(strings.TrimSuffix(line, "\r"), "data:")
+			if !ok {
+				continue
+			}
+			data = strings.TrimSpace(data)
+			if data == "[DONE]" || data == "" {
+				continue
+			}
+			if !json.Valid([]byte(data)) {
+				out = append(out, fmt.Sprintf("%s event stream line %d: data is not valid JSON", what, n+1))
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// envSecrets returns the values of the named variables (DefaultSecretEnv when none).
+func envSecrets(getenv func(string) string, names ...string) []string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if len(names) == 0 {
+		names = DefaultSecretEnv
+	}
+	var out []string
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// EnvSecrets returns the values of DefaultSecretEnv and the extra variables
+// named, for LintOptions.Secrets.
+func EnvSecrets(getenv func(string) string, extra ...string) []string {
+	return envSecrets(getenv, append(slices.Clone(DefaultSecretEnv), extra...)...)
+}

@@ -1,0 +1,155 @@
+package fakes
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/aymanbagabas/go-udiff"
+)
+
+// maxDiffLines bounds the diff in a miss error; past it the diff is cut.
+const maxDiffLines = 150
+
+// MissError is a replay request that no recorded interaction answers. It
+// names the request and, when the cassette has a similar interaction, shows
+// how the request differs from it.
+type MissError struct {
+	Cassette string
+	Match    Match
+	Lane     string
+	Method   string
+	URL      string
+	// Body is the request body as matched: canonical JSON, indented.
+	Body string
+	// Nearest is the index of the most similar recorded interaction, -1 if none.
+	Nearest int
+	// NearestNote says what the nearest interaction is (its line, lane, whether it was already replayed).
+	NearestNote string
+	// Diff is a unified diff from the nearest interaction's body to the request's.
+	Diff string
+	// Summary explains the miss in one sentence.
+	Summary string
+}
+
+func (e *MissError) Unwrap() error { return ErrInteractionNotFound }
+
+func (e *MissError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fakes: replay miss in %s: no recorded interaction matches %s %s (lane %q, match %s)\n", e.Cassette, e.Method, e.URL, e.Lane, e.Match)
+	if e.Summary != "" {
+		b.WriteString(e.Summary + "\n")
+	}
+	if e.Nearest >= 0 {
+		fmt.Fprintf(&b, "nearest recorded interaction: %d (%s)\n", e.Nearest, e.NearestNote)
+		if e.Diff != "" {
+			b.WriteString("diff from the recorded request body to this request's:\n")
+			b.WriteString(e.Diff)
+		} else if e.Match == MatchBody {
+			b.WriteString("the bodies are equal; the method, path or query differ\n")
+		}
+	} else {
+		b.WriteString("request body:\n")
+		b.WriteString(clipLines(e.Body, maxDiffLines))
+	}
+	b.WriteString("to re-record: DAGEVAL_RECORD=1 (everything) or DAGEVAL_RECORD=missing (only what is missing)")
+	return b.String()
+}
+
+func clipLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) <= n {
+		if s != "" && !strings.HasSuffix(s, "\n") {
+			s += "\n"
+		}
+		return s
+	}
+	return strings.Join(lines[:n], "") + fmt.Sprintf("… (%d more lines)\n", len(lines)-n)
+}
+
+// miss builds the error for an unanswered request.
+func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := &MissError{Cassette: r.path, Match: r.match, Lane: lane, Method: req.Method, URL: req.URL.String(), Nearest: -1}
+	if u := *req.URL; u.RawQuery != "" {
+		red, _ := redactURL(u.String())
+		e.URL = red
+	}
+	e.Body = prettyBody(body, r.ignore)
+
+	sameRoute := func(x *entry) bool { return x.method == req.Method && x.path == req.URL.Path }
+	laneOK := func(x *entry) bool { return x.lane == lane || x.lane == "" }
+	tiers := []struct {
+		pick    func(*entry) bool
+		summary string
+	}{
+		{func(x *entry) bool { return !x.used && laneOK(x) && sameRoute(x) }, ""},
+		{func(x *entry) bool { return x.used && laneOK(x) && sameRoute(x) }, fmt.Sprintf("every interaction for %s %s in lane %q was already replayed: the run made more calls than were recorded.", req.Method, req.URL.Path, lane)},
+		{func(x *entry) bool { return !x.used && sameRoute(x) }, fmt.Sprintf("the cassette has unused interactions for %s %s, but in other lanes: the calls run under a different lane than when they were recorded (see fakes.WithLane).", req.Method, req.URL.Path)},
+	}
+	for _, tier := range tiers {
+		var cands []*entry
+		for _, x := range r.entries {
+			if tier.pick(x) {
+				cands = append(cands, x)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		best, bestEdits := cands[0], -1
+		var bestOld string
+		for _, x := range cands {
+			old := prettyBody([]byte(x.it.Request.Body), r.ignore)
+			n := len(udiff.Lines(old, e.Body))
+			if bestEdits < 0 || n < bestEdits {
+				best, bestEdits, bestOld = x, n, old
+			}
+			if r.match == MatchOrder {
+				break // order mode answers with the first candidate, so that is the one to compare
+			}
+		}
+		e.Summary = tier.summary
+		e.Nearest = best.index
+		note := []string{}
+		if r.source != nil && best.index >= 0 && best.index < len(r.source.Lines) && r.source.Lines[best.index] > 0 {
+			note = append(note, fmt.Sprintf("%s:%d", r.path, r.source.Lines[best.index]))
+		}
+		if best.index < 0 {
+			note = append(note, "recorded in this session")
+		}
+		note = append(note, fmt.Sprintf("lane %q", best.lane))
+		if best.used {
+			note = append(note, "already replayed")
+		} else {
+			note = append(note, "not yet replayed")
+		}
+		if q := best.query; q != matchQuery(req.URL) {
+			note = append(note, fmt.Sprintf("query %q", q))
+		}
+		e.NearestNote = strings.Join(note, ", ")
+		if bestOld != e.Body {
+			edits := udiff.Lines(bestOld, e.Body)
+			d, err := udiff.ToUnified(fmt.Sprintf("recorded interaction %d", best.index), "request", bestOld, edits, 3)
+			if err == nil {
+				e.Diff = clipLines(d, maxDiffLines)
+			}
+		}
+		return e
+	}
+	if len(r.entries) == 0 {
+		e.Summary = "the cassette has no interactions."
+	} else {
+		var routes []string
+		for _, x := range r.entries {
+			if rt := x.method + " " + x.path; !slices.Contains(routes, rt) {
+				routes = append(routes, rt)
+			}
+		}
+		slices.Sort(routes)
+		e.Summary = fmt.Sprintf("the cassette has no interaction for %s %s; its %d interactions are for %s.", req.Method, req.URL.Path, len(r.entries), strings.Join(routes, ", "))
+	}
+	return e
+}

@@ -1,0 +1,671 @@
+package fakes
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
+)
+
+// Mode says where a Recorder's responses come from.
+type Mode string
+
+// Recorder modes.
+const (
+	// ModeReplay answers from the cassette only. A missing cassette or a
+	// request with no recorded interaction is an error; nothing reaches the
+	// network. It is the default, and CI=true forces it over the recording
+	// modes.
+	ModeReplay Mode = "replay"
+	// ModeRecord sends every request to the server and rewrites the cassette
+	// with what it saw when the recorder stops.
+	ModeRecord Mode = "record"
+	// ModeRecordMissing replays what the cassette has and records the rest.
+	ModeRecordMissing Mode = "record-missing"
+	// ModeLive sends every request to the server and keeps nothing. Only an
+	// explicit request selects it, in CI too.
+	ModeLive Mode = "live"
+)
+
+// ParseMode parses a mode name.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case ModeReplay, ModeRecord, ModeRecordMissing, ModeLive:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown mode %q: want replay, record, record-missing or live", s)
+}
+
+// Match says which requests an interaction answers.
+type Match string
+
+// Match modes.
+const (
+	// MatchBody matches method, path, query and the canonical JSON body
+	// (sorted keys, ignored fields removed). Equal requests in a lane are
+	// answered in recorded order.
+	MatchBody Match = "body"
+	// MatchOrder matches method and path only, in recorded order per lane:
+	// for recordings whose request bodies came from another client.
+	MatchOrder Match = "order"
+)
+
+// ParseMatch parses a match mode name.
+func ParseMatch(s string) (Match, error) {
+	switch m := Match(s); m {
+	case MatchBody, MatchOrder:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown match mode %q: want body or order", s)
+}
+
+// ErrCassetteNotFound and ErrInteractionNotFound are go-vcr's sentinels; a
+// replay that cannot be served wraps one of them.
+var (
+	ErrCassetteNotFound    = cassette.ErrCassetteNotFound
+	ErrInteractionNotFound = cassette.ErrInteractionNotFound
+)
+
+// ErrStopped is returned for requests made after Stop.
+var ErrStopped = errors.New("fakes: recorder is stopped")
+
+// Option configures a Recorder.
+type Option func(*config)
+
+type config struct {
+	mode          Mode
+	match         Match
+	ignore        []string
+	redactHeaders []string
+	secrets       []string
+	secretEnv     []string
+	transport     http.RoundTripper
+	getenv        func(string) string
+	recordedHost  string
+}
+
+// WithMode asks for a mode. With CI=true, record and record-missing become
+// replay (see ResolveMode).
+func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
+
+// WithMatch overrides the cassette's declared match mode.
+func WithMatch(m Match) Option { return func(c *config) { c.match = m } }
+
+// WithIgnoreFields ignores more request-body fields when matching, in
+// addition to DefaultIgnoredFields. A path is dot-separated field names where
+// "*" stands for any field or array index and a leading "**" for any depth:
+// "temperature", "messages.*.content.*.cache_control", "**.cache_control".
+func WithIgnoreFields(paths ...string) Option {
+	return func(c *config) { c.ignore = append(c.ignore, paths...) }
+}
+
+// WithRedactHeaders redacts more headers, in addition to SensitiveHeaders.
+func WithRedactHeaders(names ...string) Option {
+	return func(c *config) { c.redactHeaders = append(c.redactHeaders, names...) }
+}
+
+// WithSecrets names values that must appear nowhere in a saved cassette.
+func WithSecrets(values ...string) Option {
+	return func(c *config) { c.secrets = append(c.secrets, values...) }
+}
+
+// WithSecretEnv names more environment variables (beside DefaultSecretEnv)
+// whose values must appear nowhere in a saved cassette.
+func WithSecretEnv(names ...string) Option {
+	return func(c *config) { c.secretEnv = append(c.secretEnv, names...) }
+}
+
+// WithRealTransport sets the transport used when recording or live
+// (http.DefaultTransport at the time of the call by default).
+func WithRealTransport(rt http.RoundTripper) Option { return func(c *config) { c.transport = rt } }
+
+// WithGetenv replaces os.Getenv for CI, DAGEVAL_RECORD and the secret variables.
+func WithGetenv(fn func(string) string) Option { return func(c *config) { c.getenv = fn } }
+
+// WithRecordedHost saves recorded requests under this host (e.g.
+// "api.anthropic.com") instead of the one contacted. Recording against a
+// local server on a random port then writes the same file every time;
+// matching ignores the host, so replay is unaffected.
+func WithRecordedHost(host string) Option { return func(c *config) { c.recordedHost = host } }
+
+// ResolveMode applies the environment to a requested mode ("" for none).
+// With CI=true, everything but an explicit live request replays: CI never
+// records, and a missing cassette or interaction fails instead of reaching
+// the network. Live is kept because it was asked for by name, never writes a
+// cassette, and is how a CI job runs against a local server or a nightly job
+// against a real provider. Outside CI a requested mode wins; otherwise
+// DAGEVAL_RECORD=1 (or "record") records and DAGEVAL_RECORD=missing records
+// what is missing; otherwise replay. The reason says which rule decided.
+func ResolveMode(requested Mode, getenv func(string) string) (mode Mode, reason string, err error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if requested != "" {
+		if _, err := ParseMode(string(requested)); err != nil {
+			return "", "", err
+		}
+	}
+	if ci, _ := strconv.ParseBool(getenv("CI")); ci && requested != ModeLive {
+		if requested != "" && requested != ModeReplay {
+			return ModeReplay, fmt.Sprintf("CI=true forces replay (%s was requested)", requested), nil
+		}
+		return ModeReplay, "CI=true forces replay", nil
+	}
+	if requested != "" {
+		return requested, "requested", nil
+	}
+	switch v := getenv("DAGEVAL_RECORD"); strings.ToLower(v) {
+	case "", "0", "false", "no":
+		return ModeReplay, "default", nil
+	case "1", "true", "yes", "record":
+		return ModeRecord, "DAGEVAL_RECORD=" + v, nil
+	case "missing", "record-missing":
+		return ModeRecordMissing, "DAGEVAL_RECORD=" + v, nil
+	default:
+		return "", "", fmt.Errorf("DAGEVAL_RECORD=%q: want 1 (record everything) or missing (record what the cassette lacks)", v)
+	}
+}
+
+// Recorder records and replays HTTP exchanges with model providers. Put its
+// Client (or the Recorder itself, an http.RoundTripper) under a provider SDK.
+//
+// Requests are matched per lane (see WithLane and LaneOf): an interaction
+// recorded in a lane answers only requests from that lane, while
+// interactions recorded without a lane answer any lane. Within a lane,
+// matching interactions are handed out in recorded order and each once.
+// Recorded latency is never replayed.
+//
+// The match mode is the one the cassette declares (dageval.match, body by
+// default) unless WithMatch overrides it. A saved request carries its lane
+// in the LaneHeader header; interactions are grouped by lane on save.
+//
+// Before an exchange is kept, sensitive headers and query parameters are
+// replaced by Redacted and volatile headers dropped; when saving, the
+// recorder refuses to write a file in which a configured secret, a
+// credential it saw in a header, or a key-shaped string appears.
+//
+// A Recorder is safe for concurrent use.
+type Recorder struct {
+	path       string
+	mode       Mode
+	modeReason string
+	match      Match
+	ignore     []fieldPath
+	ignoreSig  string
+	cfg        config
+	meta       *CassetteMeta
+	source     *Cassette // what was loaded, for line numbers
+	vcr        *recorder.Recorder
+	calls      atomic.Int64
+	pending    sync.Map // call id → captured *cassette.Interaction
+
+	mu       sync.Mutex
+	entries  []*entry
+	observed []string // credentials seen in headers while recording
+	stopped  bool
+}
+
+type entry struct {
+	it       *cassette.Interaction
+	index    int // position in the loaded file; -1 for new recordings
+	lane     string
+	method   string
+	path     string
+	query    string
+	key      string
+	keyDone  bool
+	used     bool
+	recorded bool
+}
+
+const callHeader = "X-Dageval-Call"
+
+// NewRecorder opens the cassette at path (conventionally testdata/cassettes/NAME.yaml).
+// In replay mode the file must exist; record mode starts empty and
+// overwrites it on Stop; record-missing starts from it if it exists.
+func NewRecorder(path string, opts ...Option) (*Recorder, error) {
+	cfg := config{getenv: os.Getenv}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	mode, reason, err := ResolveMode(cfg.mode, cfg.getenv)
+	if err != nil {
+		return nil, err
+	}
+	ignore, err := compileFieldPaths(append(slices.Clone(DefaultIgnoredFields), cfg.ignore...))
+	if err != nil {
+		return nil, err
+	}
+	if cfg.match != "" {
+		if _, err := ParseMatch(string(cfg.match)); err != nil {
+			return nil, err
+		}
+	}
+	r := &Recorder{path: path, mode: mode, modeReason: reason, ignore: ignore, cfg: cfg, ignoreSig: strings.Join(cfg.ignore, "\x00")}
+	if mode == ModeLive {
+		return r, nil
+	}
+	if mode == ModeReplay || mode == ModeRecordMissing {
+		c, err := loadCassette(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && mode == ModeReplay:
+			hint := "record it with DAGEVAL_RECORD=1"
+			if strings.HasPrefix(reason, "CI=true") {
+				hint = "record it outside CI with DAGEVAL_RECORD=1 and commit it"
+			}
+			return nil, fmt.Errorf("fakes: %w: %s (mode replay: %s; %s)", ErrCassetteNotFound, path, reason, hint)
+		case errors.Is(err, os.ErrNotExist):
+			// record-missing starts a new cassette
+		case err != nil:
+			return nil, err
+		default:
+			r.source = c
+			r.meta = c.Meta
+			for i, it := range c.Interactions {
+				r.entries = append(r.entries, newEntry(it, i))
+			}
+		}
+	}
+	r.match = cfg.match
+	if r.match == "" {
+		r.match = MatchBody
+		if r.meta != nil && r.meta.Match != "" {
+			r.match = r.meta.Match
+		}
+	}
+	if mode == ModeRecord || mode == ModeRecordMissing {
+		real := &laneStripper{next: cfg.transport}
+		r.vcr, err = recorder.New(path,
+			recorder.WithMode(recorder.ModeRecordOnly),
+			recorder.WithRealTransport(real),
+			recorder.WithSkipRequestLatency(true),
+			recorder.WithHook(r.capture, recorder.AfterCaptureHook),
+			recorder.WithFS(discardFS{}), // this Recorder saves, with its own checks
+		)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func newEntry(it *cassette.Interaction, index int) *entry {
+	e := &entry{it: it, index: index, method: it.Request.Method, lane: it.Request.Headers.Get(LaneHeader)}
+	if u, err := url.Parse(it.Request.URL); err == nil {
+		e.path = u.Path
+		e.query = matchQuery(u)
+	}
+	return e
+}
+
+// matchQuery is the query string requests are matched on: sorted, without
+// credentials (which are redacted in the cassette).
+func matchQuery(u *url.URL) string {
+	if u.RawQuery == "" {
+		return ""
+	}
+	q := u.Query()
+	for k := range q {
+		if isSensitiveParam(k) {
+			delete(q, k)
+		}
+	}
+	return q.Encode()
+}
+
+// NewTestRecorder opens the cassette testdata/cassettes/<test name>.yaml for
+// t and stops the recorder when the test ends, failing the test when saving
+// fails. Re-record with DAGEVAL_RECORD=1 go test -run <test>.
+func NewTestRecorder(t testing.TB, opts ...Option) *Recorder {
+	t.Helper()
+	r, err := NewRecorder(TestCassettePath(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+var unsafePathChars = regexp.MustCompile(`[^A-Za-z0-9._/-]+`)
+
+// TestCassettePath is where NewTestRecorder keeps t's cassette: subtests
+// become subdirectories and other unsafe characters become "_".
+func TestCassettePath(t testing.TB) string {
+	name := unsafePathChars.ReplaceAllString(t.Name(), "_")
+	return filepath.Join("testdata", "cassettes", filepath.FromSlash(name)+".yaml")
+}
+
+// Mode returns the mode in effect after the environment was applied.
+func (r *Recorder) Mode() Mode { return r.mode }
+
+// ModeReason says why Mode is what it is ("default", "CI=true forces replay", …).
+func (r *Recorder) ModeReason() string { return r.modeReason }
+
+// Match returns the match mode in effect.
+func (r *Recorder) Match() Match { return r.match }
+
+// Path returns the cassette file.
+func (r *Recorder) Path() string { return r.path }
+
+// Client returns an http.Client that sends its requests through the recorder.
+func (r *Recorder) Client() *http.Client { return &http.Client{Transport: r} }
+
+// Unplayed returns the indexes of loaded interactions that were never
+// replayed, so a test can insist that a run used its whole cassette.
+func (r *Recorder) Unplayed() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int
+	for _, e := range r.entries {
+		if !e.recorded && !e.used {
+			out = append(out, e.index)
+		}
+	}
+	return out
+}
+
+// RoundTrip implements http.RoundTripper.
+func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.mode == ModeLive {
+		return r.realTransport().RoundTrip(req)
+	}
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	stopped := r.stopped
+	r.mu.Unlock()
+	if stopped {
+		return nil, ErrStopped
+	}
+	lane := LaneOf(req.Context())
+	if r.mode != ModeRecord {
+		if resp := r.replay(req, lane, body); resp != nil {
+			return resp, nil
+		}
+		if r.mode == ModeReplay {
+			return nil, r.miss(req, lane, body)
+		}
+	}
+	return r.record(req, lane, body)
+}
+
+func (r *Recorder) realTransport() http.RoundTripper {
+	if r.cfg.transport != nil {
+		return r.cfg.transport
+	}
+	return http.DefaultTransport
+}
+
+func readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil, nil
+	}
+	defer req.Body.Close()
+	b, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, fmt.Errorf("fakes: reading request body: %w", err)
+	}
+	return b, nil
+}
+
+// replay hands out the first unused interaction of the lane that matches.
+func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Response {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var reqKey string
+	keyed := false
+	for _, e := range r.entries {
+		if e.used || (e.lane != lane && e.lane != "") || e.method != req.Method || e.path != req.URL.Path {
+			continue
+		}
+		if r.match == MatchBody {
+			if e.query != matchQuery(req.URL) {
+				continue
+			}
+			if !bytes.Equal([]byte(e.it.Request.Body), body) {
+				if !keyed {
+					reqKey, keyed = canonicalKey(body, r.ignore), true
+				}
+				if !e.keyDone {
+					if e.index >= 0 && r.source != nil {
+						e.key = r.source.requestKey(e.index, r.ignoreSig, r.ignore)
+					} else {
+						e.key = canonicalKey([]byte(e.it.Request.Body), r.ignore)
+					}
+					e.keyDone = true
+				}
+				if e.key != reqKey {
+					continue
+				}
+			}
+		}
+		e.used = true
+		return respond(req, e.it)
+	}
+	return nil
+}
+
+// respond builds a fresh response from a recorded interaction; nothing the
+// client does to it reaches the cassette.
+func respond(req *http.Request, it *cassette.Interaction) *http.Response {
+	h := it.Response.Headers.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	status := it.Response.Status
+	if status == "" {
+		status = statusText(it.Response.Code)
+	}
+	return &http.Response{
+		Status:        status,
+		StatusCode:    it.Response.Code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(strings.NewReader(it.Response.Body)),
+		ContentLength: int64(len(it.Response.Body)),
+		Request:       req,
+	}
+}
+
+// record sends the request through the go-vcr recorder, which captures the
+// exchange; capture redacts it before it is kept.
+func (r *Recorder) record(req *http.Request, lane string, body []byte) (*http.Response, error) {
+	id := strconv.FormatInt(r.calls.Add(1), 10)
+	out := req.Clone(req.Context())
+	if req.Body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.ContentLength = int64(len(body))
+	}
+	out.Header.Set(callHeader, id)
+	if lane != "" {
+		out.Header.Set(LaneHeader, lane)
+	}
+	resp, err := r.vcr.RoundTrip(out)
+	captured, ok := r.pending.LoadAndDelete(id)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	if !ok {
+		return nil, fmt.Errorf("fakes: internal error: exchange %s was not captured", id)
+	}
+	it := captured.(*cassette.Interaction)
+	e := newEntry(it, -1)
+	e.used, e.recorded = true, true
+	r.mu.Lock()
+	r.entries = append(r.entries, e)
+	r.mu.Unlock()
+	return respond(req, it), nil
+}
+
+// capture runs inside go-vcr right after an exchange was captured, before
+// the interaction is stored anywhere: it redacts credentials and drops what
+// would make the file differ between recordings.
+func (r *Recorder) capture(i *cassette.Interaction) error {
+	id := i.Request.Headers.Get(callHeader)
+	reqH := i.Request.Headers.Clone()
+	reqH.Del(callHeader)
+	seen := append(headerSecrets(reqH), headerSecrets(i.Response.Headers)...)
+	i.Request.Headers = redactHeaders(reqH, r.cfg.redactHeaders, true)
+	i.Response.Headers = redactHeaders(i.Response.Headers, r.cfg.redactHeaders, true)
+	var qs []string
+	i.Request.URL, qs = redactURL(i.Request.URL)
+	seen = append(seen, qs...)
+	for k, vals := range i.Request.Form {
+		if isSensitiveParam(k) {
+			for j := range vals {
+				vals[j] = Redacted
+			}
+		}
+	}
+	i.Response.Duration = 0
+	if host := r.cfg.recordedHost; host != "" {
+		if u, err := url.Parse(i.Request.URL); err == nil {
+			u.Host = host
+			i.Request.URL = u.String()
+		}
+		i.Request.Host = host
+	}
+	r.mu.Lock()
+	r.observed = append(r.observed, seen...)
+	r.mu.Unlock()
+	r.pending.Store(id, i)
+	return nil
+}
+
+// Stop ends the session. In record and record-missing modes it saves the
+// cassette, unless a secret would be written, in which case it returns a
+// *SecretError and leaves the file as it was.
+func (r *Recorder) Stop() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil
+	}
+	r.stopped = true
+	switch r.mode {
+	case ModeRecord:
+	case ModeRecordMissing:
+		if !slices.ContainsFunc(r.entries, func(e *entry) bool { return e.recorded }) {
+			return nil
+		}
+	default:
+		return nil
+	}
+	c := &Cassette{Version: cassette.CassetteFormatVersion, Meta: r.meta, Path: r.path}
+	if r.mode == ModeRecord {
+		c.Meta = nil
+		if r.cfg.match == MatchOrder {
+			c.Meta = &CassetteMeta{Match: MatchOrder}
+		}
+	}
+	for _, e := range r.entries {
+		c.Interactions = append(c.Interactions, e.it)
+	}
+	return r.save(c)
+}
+
+func (r *Recorder) secretValues() []string {
+	vals := append(slices.Clone(r.cfg.secrets), r.observed...)
+	for _, name := range append(slices.Clone(DefaultSecretEnv), r.cfg.secretEnv...) {
+		if v := r.cfg.getenv(name); v != "" {
+			vals = append(vals, v)
+		}
+	}
+	return vals
+}
+
+// SecretError reports why a cassette was not written. It names where each
+// finding is, never the secret.
+type SecretError struct {
+	Path     string
+	Findings []string
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("fakes: refusing to write %s: it would contain secrets:\n  %s", e.Path, strings.Join(e.Findings, "\n  "))
+}
+
+func (r *Recorder) save(c *Cassette) error {
+	scan := newSecretScanner(r.secretValues())
+	var findings []string
+	for i, it := range c.Interactions {
+		for _, f := range scan.interaction(it) {
+			findings = append(findings, fmt.Sprintf("interaction %d (%s %s): %s", i, it.Request.Method, urlPath(it.Request.URL), f))
+		}
+	}
+	data, err := c.Marshal()
+	if err != nil {
+		return fmt.Errorf("fakes: encoding %s: %w", r.path, err)
+	}
+	if len(findings) == 0 {
+		// The file as a whole, in case encoding put a value somewhere unexpected.
+		for _, f := range scan.text("cassette file", string(data)) {
+			findings = append(findings, f.String())
+		}
+	}
+	if len(findings) > 0 {
+		return &SecretError{Path: r.path, Findings: findings}
+	}
+	if err := writeFileAtomic(r.path, data); err != nil {
+		return fmt.Errorf("fakes: writing cassette: %w", err)
+	}
+	return nil
+}
+
+// urlPath is the path of a URL, which is safe to print where the query may
+// hold a secret.
+func urlPath(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Path
+	}
+	return "(unparseable URL)"
+}
+
+// laneStripper removes dageval's bookkeeping headers before a recorded
+// request leaves the process.
+type laneStripper struct{ next http.RoundTripper }
+
+func (s *laneStripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	out := req.Clone(req.Context())
+	out.Header.Del(callHeader)
+	out.Header.Del(LaneHeader)
+	next := s.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return next.RoundTrip(out)
+}
+
+// discardFS keeps go-vcr's own recorder from touching the disk.
+type discardFS struct{}
+
+func (discardFS) ReadFile(name string) ([]byte, error)     { return nil, os.ErrNotExist }
+func (discardFS) WriteFile(name string, data []byte) error { return nil }
+func (discardFS) IsFileExists(name string) bool            { return false }

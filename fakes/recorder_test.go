@@ -1,0 +1,684 @@
+package fakes_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// canary is an API key that must never reach a cassette.
+const canary = "sk-ant-api03-CANARY-7f3a9c1e5b2d4f6a8c0e1d3b"
+
+// roundTrip is one request of each wire format, streamed and not.
+var roundTrip = []struct {
+	name, path, body string
+	headers          []string
+}{
+	{"anthropic json", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"system":"Be brief.","messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"name":"get_weather","description":"Current weather.","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`, anthropicHeaders(canary)},
+	{"anthropic sse", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Weather in Paris?"},{"role":"assistant","content":[{"type":"tool_use","id":"call_1_1","name":"get_weather","input":{"city":"Paris"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1_1","content":"sunny, 21C"}]}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`, anthropicHeaders(canary)},
+	{"chat json", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Weather in Tokyo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`, openAIHeaders(canary)},
+	{"chat sse", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Weather in Tokyo?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_3_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Tokyo\"}"}}]},{"role":"tool","tool_call_id":"call_3_1","content":"rain, 17C"}]}`, openAIHeaders(canary)},
+	{"responses json", "/v1/responses", `{"model":"gpt-5","instructions":"Be brief.","input":"Weather in Rome?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":false}]}`, openAIHeaders(canary)},
+	{"responses sse", "/v1/responses", `{"model":"gpt-5","stream":true,"input":[{"role":"user","content":"Weather in Rome?"},{"type":"function_call","call_id":"call_5_1","name":"get_weather","arguments":"{\"city\":\"Rome\"}"},{"type":"function_call_output","call_id":"call_5_1","output":"windy, 15C"}]}`, openAIHeaders(canary)},
+}
+
+func roundTripModel() *fakes.Scripted {
+	return fakes.NewScripted(
+		fakes.Calls("Let me look.", fakes.Call("get_weather", map[string]string{"city": "Paris"})),
+		fakes.Reply("Paris is sunny at 21C."),
+		fakes.Calls("", fakes.Call("get_weather", map[string]string{"city": "Tokyo"})),
+		fakes.Reply("Tokyo has rain at 17C."),
+		fakes.Calls("", fakes.Call("get_weather", map[string]string{"city": "Rome"})),
+		fakes.Reply("Rome is windy at 15C."),
+	)
+}
+
+// recordRoundTrip records roundTrip against a fresh local server into path.
+func recordRoundTrip(t *testing.T, path string) []result {
+	t.Helper()
+	srv := fakes.NewServer(roundTripModel(), fakes.WithServerAPIKey(canary))
+	defer srv.Close()
+	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRecordedHost("api.provider.test"))
+	require.NoError(t, err)
+	var out []result
+	for _, rt := range roundTrip {
+		r := mustPost(t, context.Background(), rec.Client(), srv.URL+rt.path, rt.body, rt.headers...)
+		require.Equal(t, http.StatusOK, r.status, "%s: %s", rt.name, r.body)
+		out = append(out, r)
+	}
+	require.NoError(t, rec.Stop())
+	return out
+}
+
+func TestRecordReplayRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "roundtrip.yaml")
+	recorded := recordRoundTrip(t, path)
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), canary, "the API key reached the cassette")
+	assert.NotContains(t, string(data), "CANARY")
+	assert.Contains(t, string(data), "X-Api-Key:\n                - REDACTED")
+	assert.Contains(t, string(data), "Authorization:\n                - REDACTED")
+	assert.Contains(t, string(data), "url: http://api.provider.test/v1/messages")
+	assert.NotContains(t, string(data), "127.0.0.1")
+	assert.NotContains(t, string(data), "Date:", "volatile headers are dropped")
+	assert.Contains(t, string(data), "event: message_start", "SSE bodies are stored verbatim")
+
+	// go-vcr itself can load what we wrote.
+	gc, err := cassette.Load(strings.TrimSuffix(path, ".yaml"))
+	require.NoError(t, err)
+	require.Len(t, gc.Interactions, len(roundTrip))
+
+	// A second recording of the same exchanges, against another server on
+	// another port, writes the same bytes.
+	again := filepath.Join(dir, "again.yaml")
+	recordRoundTrip(t, again)
+	data2, err := os.ReadFile(again)
+	require.NoError(t, err)
+	assert.Equal(t, string(data), string(data2), "re-recording is not deterministic")
+
+	// Replay offline: the server is gone, the transport refuses everything,
+	// and the client uses another key; the bodies come back byte for byte.
+	network := &countingTransport{}
+	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithRealTransport(network))
+	require.NoError(t, err)
+	assert.Equal(t, fakes.ModeReplay, rep.Mode())
+	assert.Equal(t, "default", rep.ModeReason())
+	for i, rt := range roundTrip {
+		hdr := slicesReplace(rt.headers, canary, "sk-another-key-entirely-000000000000")
+		r := mustPost(t, context.Background(), rep.Client(), "http://127.0.0.1:9"+rt.path, rt.body, hdr...)
+		assert.Equal(t, recorded[i].status, r.status, rt.name)
+		assert.Equal(t, recorded[i].body, r.body, "%s: replayed body differs", rt.name)
+		assert.Equal(t, recorded[i].header.Get("Content-Type"), r.header.Get("Content-Type"), rt.name)
+	}
+	assert.Empty(t, rep.Unplayed())
+	assert.Zero(t, network.n.Load(), "replay went to the network")
+	require.NoError(t, rep.Stop())
+	after, _ := os.ReadFile(path)
+	assert.Equal(t, string(data), string(after), "replay must not rewrite the cassette")
+}
+
+func slicesReplace(s []string, old, new string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = strings.ReplaceAll(v, old, new)
+	}
+	return out
+}
+
+func TestRecorderRedactsEverySensitiveHeader(t *testing.T) {
+	const setCookie = "session=very-secret-session-cookie"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Set-Cookie", setCookie)
+		w.Header().Set("Openai-Organization", "org-abcdefgh12345678")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "redact.yaml")
+	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRedactHeaders("X-Custom-Token"))
+	require.NoError(t, err)
+	secrets := map[string]string{
+		"Authorization":       "Bearer tok-authorization-0001",
+		"X-Api-Key":           "tok-x-api-key-0002",
+		"Api-Key":             "tok-api-key-0003",
+		"Openai-Organization": "org-request-0004",
+		"Openai-Project":      "proj_request_0005",
+		"Cookie":              "sid=tok-cookie-0006",
+		"X-Custom-Token":      "tok-custom-0007",
+		"X-Stainless-Os":      "Linux",
+	}
+	var hdr []string
+	for k, v := range secrets {
+		hdr = append(hdr, k, v)
+	}
+	mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/chat/completions?key=tok-query-0008&api-version=2024", `{"model":"m"}`, hdr...)
+	require.NoError(t, rec.Stop())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for k, v := range secrets {
+		assert.NotContains(t, string(data), v, "value of %s", k)
+	}
+	for _, v := range []string{"tok-query-0008", setCookie, "org-abcdefgh12345678"} {
+		assert.NotContains(t, string(data), v)
+	}
+	c, err := fakes.ReadCassette(path)
+	require.NoError(t, err)
+	it := c.Interactions[0]
+	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "Openai-Organization", "Openai-Project", "Cookie", "X-Custom-Token"} {
+		assert.Equal(t, []string{fakes.Redacted}, it.Request.Headers.Values(h), h)
+	}
+	assert.Empty(t, it.Request.Headers.Values("X-Stainless-Os"), "machine-specific headers are dropped")
+	assert.Equal(t, []string{fakes.Redacted}, it.Response.Headers.Values("Set-Cookie"))
+	assert.Equal(t, []string{fakes.Redacted}, it.Response.Headers.Values("Openai-Organization"))
+	assert.Contains(t, it.Request.URL, "key=REDACTED")
+	assert.Contains(t, it.Request.URL, "api-version=2024")
+	assert.Zero(t, it.Response.Duration, "recorded latency is not kept")
+
+	// A replay with the real key in the query still matches: credentials are not part of the key.
+	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	r := mustPost(t, context.Background(), rep.Client(), srv.URL+"/v1/chat/completions?api-version=2024&key=other", `{"model":"m"}`)
+	assert.Equal(t, `{"ok":true}`, r.body)
+}
+
+func TestRecorderRefusesToWriteSecrets(t *testing.T) {
+	const key = "sk-proj-SECRETVALUE0123456789abcdefXYZ"
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A misbehaving server that echoes what it was sent.
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"auth":%q,"note":%q}`, r.Header.Get("Authorization"), r.URL.Query().Get("say"))
+	})
+	srv := httptest.NewServer(echo)
+	defer srv.Close()
+	tests := []struct {
+		name   string
+		opts   []fakes.Option
+		header []string
+		say    string
+	}{
+		{"credential seen in a header is echoed", nil, []string{"Authorization", "Bearer plain-token-seen-in-header-42"}, ""},
+		{"configured secret in a body", []fakes.Option{fakes.WithSecrets("configured-secret-value-77")}, nil, "configured-secret-value-77"},
+		{"secret from the environment", []fakes.Option{fakes.WithGetenv(env("OPENAI_API_KEY", "env-secret-value-123456"))}, nil, "env-secret-value-123456"},
+		{"key-shaped string in a body", nil, nil, key},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "secret.yaml")
+			require.NoError(t, os.WriteFile(path, []byte("old content\n"), 0o644))
+			opts := append([]fakes.Option{fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv)}, tt.opts...)
+			rec, err := fakes.NewRecorder(path, opts...)
+			require.NoError(t, err)
+			r := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/x?say="+tt.say, `{}`, tt.header...)
+			require.Equal(t, 200, r.status)
+			err = rec.Stop()
+			var se *fakes.SecretError
+			require.ErrorAs(t, err, &se)
+			assert.NotEmpty(t, se.Findings)
+			for _, s := range []string{key, "plain-token-seen-in-header-42", "configured-secret-value-77", "env-secret-value-123456"} {
+				assert.NotContains(t, err.Error(), s, "the error must not print the secret")
+			}
+			data, _ := os.ReadFile(path)
+			assert.Equal(t, "old content\n", string(data), "a refused cassette leaves the file alone")
+		})
+	}
+}
+
+func TestResolveMode(t *testing.T) {
+	tests := []struct {
+		requested fakes.Mode
+		env       []string
+		want      fakes.Mode
+		reason    string
+		err       string
+	}{
+		{"", nil, fakes.ModeReplay, "default", ""},
+		{"", []string{"DAGEVAL_RECORD", "1"}, fakes.ModeRecord, "DAGEVAL_RECORD=1", ""},
+		{"", []string{"DAGEVAL_RECORD", "missing"}, fakes.ModeRecordMissing, "DAGEVAL_RECORD=missing", ""},
+		{"", []string{"DAGEVAL_RECORD", "0"}, fakes.ModeReplay, "default", ""},
+		{"", []string{"DAGEVAL_RECORD", "sometimes"}, "", "", "DAGEVAL_RECORD"},
+		{fakes.ModeLive, []string{"DAGEVAL_RECORD", "1"}, fakes.ModeLive, "requested", ""},
+		{fakes.ModeRecord, []string{"CI", "true"}, fakes.ModeReplay, "CI=true forces replay (record was requested)", ""},
+		{fakes.ModeLive, []string{"CI", "1"}, fakes.ModeLive, "requested", ""},
+		{fakes.ModeRecordMissing, []string{"CI", "1"}, fakes.ModeReplay, "CI=true forces replay (record-missing was requested)", ""},
+		{"", []string{"CI", "true", "DAGEVAL_RECORD", "1"}, fakes.ModeReplay, "CI=true forces replay", ""},
+		{"", []string{"CI", "false", "DAGEVAL_RECORD", "1"}, fakes.ModeRecord, "DAGEVAL_RECORD=1", ""},
+		{"bogus", nil, "", "", "unknown mode"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%v", tt.requested, tt.env), func(t *testing.T) {
+			got, reason, err := fakes.ResolveMode(tt.requested, env(tt.env...))
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.reason, reason)
+		})
+	}
+}
+
+func TestCIForcesReplay(t *testing.T) {
+	ci := env("CI", "true", "DAGEVAL_RECORD", "1")
+	network := &countingTransport{}
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	for _, m := range []fakes.Mode{"", fakes.ModeReplay, fakes.ModeRecord, fakes.ModeRecordMissing} {
+		_, err := fakes.NewRecorder(missing, fakes.WithMode(m), fakes.WithGetenv(ci), fakes.WithRealTransport(network))
+		require.ErrorIs(t, err, fakes.ErrCassetteNotFound, "mode %q", m)
+		assert.ErrorContains(t, err, "CI=true")
+		assert.ErrorContains(t, err, missing)
+	}
+	_, err := os.Stat(missing)
+	assert.True(t, os.IsNotExist(err), "nothing may be created in CI")
+
+	// Live, asked for by name, stays live: a CI job may run against a local server.
+	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("live in CI")))
+	defer srv.Close()
+	live, err := fakes.NewRecorder(missing, fakes.WithMode(fakes.ModeLive), fakes.WithGetenv(ci))
+	require.NoError(t, err)
+	assert.Equal(t, fakes.ModeLive, live.Mode())
+	assert.Contains(t, mustPost(t, context.Background(), live.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), anthropicHeaders("k")...).body, "live in CI")
+	require.NoError(t, live.Stop())
+	_, err = os.Stat(missing)
+	assert.True(t, os.IsNotExist(err))
+
+	// With a cassette, a request it lacks is an error, never a network call.
+	path := filepath.Join(t.TempDir(), "ci.yaml")
+	recordRoundTrip(t, path)
+	before, _ := os.ReadFile(path)
+	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecordMissing), fakes.WithGetenv(ci), fakes.WithRealTransport(network))
+	require.NoError(t, err)
+	assert.Equal(t, fakes.ModeReplay, rec.Mode())
+	assert.Contains(t, rec.ModeReason(), "CI=true")
+	_, err = post(t, context.Background(), rec.Client(), "http://api.provider.test/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[{"role":"user","content":"never recorded"}]}`)
+	var miss *fakes.MissError
+	require.ErrorAs(t, err, &miss)
+	require.ErrorIs(t, err, fakes.ErrInteractionNotFound)
+	require.NoError(t, rec.Stop())
+	assert.Zero(t, network.n.Load(), "CI replay went to the network")
+	after, _ := os.ReadFile(path)
+	assert.Equal(t, string(before), string(after))
+}
+
+// conversation is a two-turn exchange in the Anthropic format.
+func turnBody(city string, history ...string) string {
+	msgs := []string{fmt.Sprintf(`{"role":"user","content":"Weather in %s?"}`, city)}
+	msgs = append(msgs, history...)
+	return fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":256,"messages":[%s]}`, strings.Join(msgs, ","))
+}
+
+func TestReplayMissShowsTheDiff(t *testing.T) {
+	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("It is sunny."), fakes.Reply("Still sunny."), fakes.Reply("Rainy.")))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "miss.yaml")
+	ctx := fakes.WithLane(context.Background(), "main")
+	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	turn1 := turnBody("Paris")
+	turn2 := turnBody("Paris", `{"role":"assistant","content":"It is sunny."}`, `{"role":"user","content":"And tomorrow in Paris?"}`)
+	mustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", turn1, anthropicHeaders("k")...)
+	mustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", turn2, anthropicHeaders("k")...)
+	mustPost(t, fakes.WithLane(context.Background(), "grader"), rec.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), anthropicHeaders("k")...)
+	require.NoError(t, rec.Stop())
+
+	replay := func() *fakes.Recorder {
+		r, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+		require.NoError(t, err)
+		return r
+	}
+
+	t.Run("changed request", func(t *testing.T) {
+		rep := replay()
+		mustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn1)
+		changed := strings.Replace(turn2, "And tomorrow in Paris?", "And tomorrow in Rome?", 1)
+		_, err := post(t, ctx, rep.Client(), srv.URL+"/v1/messages", changed)
+		var miss *fakes.MissError
+		require.ErrorAs(t, err, &miss)
+		assert.Equal(t, 2, miss.Nearest, "the lane's unused interaction is the nearest") // lane "" sorts first, so main's second turn is index 2
+		assert.Equal(t, "main", miss.Lane)
+		msg := err.Error()
+		for _, want := range []string{
+			"replay miss in " + path,
+			`POST ` + srv.URL + `/v1/messages (lane "main", match body)`,
+			"--- recorded interaction 2",
+			"+++ request",
+			`-      "content": "And tomorrow in Paris?",`,
+			`+      "content": "And tomorrow in Rome?",`,
+			"not yet replayed",
+			path + ":",
+			"DAGEVAL_RECORD=1",
+		} {
+			assert.Contains(t, msg, want)
+		}
+		assert.NotContains(t, msg, `-      "content": "Weather in Paris?"`, "unchanged lines are context, not changes")
+	})
+
+	t.Run("more calls than recorded", func(t *testing.T) {
+		rep := replay()
+		mustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn1)
+		mustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn2)
+		_, err := post(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn2)
+		require.ErrorContains(t, err, "was already replayed: the run made more calls than were recorded")
+		require.ErrorContains(t, err, "already replayed")
+	})
+
+	t.Run("wrong lane", func(t *testing.T) {
+		rep := replay()
+		_, err := post(t, fakes.WithLane(context.Background(), "main/task:other"), rep.Client(), srv.URL+"/v1/messages", turn1)
+		require.ErrorContains(t, err, "in other lanes")
+		// the default lane cannot take interactions recorded in a lane either
+		_, err = post(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", turn1)
+		require.ErrorContains(t, err, "in other lanes")
+	})
+
+	t.Run("unknown route", func(t *testing.T) {
+		rep := replay()
+		_, err := post(t, ctx, rep.Client(), srv.URL+"/v1/chat/completions", `{"model":"x"}`)
+		require.ErrorContains(t, err, "no interaction for POST /v1/chat/completions; its 3 interactions are for POST /v1/messages")
+		require.ErrorContains(t, err, `"model": "x"`, "the unmatched request body is shown")
+	})
+}
+
+func TestIgnoreFields(t *testing.T) {
+	srv := fakes.NewServer(fakes.NewRuleModel(fakes.Rule{Reply: func(*llm.Request) (*llm.Response, error) {
+		return &llm.Response{Message: llm.Assistant("ok")}, nil
+	}}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "ignore.yaml")
+	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	recorded := `{"model":"claude-sonnet-4-5","max_tokens":64,"temperature":0.5,"metadata":{"user_id":"run-1"},"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`
+	mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", recorded, anthropicHeaders("k")...)
+	require.NoError(t, rec.Stop())
+
+	tests := []struct {
+		name   string
+		ignore []string
+		body   string
+		match  bool
+	}{
+		{"same request with keys reordered and spaced", nil, `{ "temperature": 0.5, "model":"claude-sonnet-4-5","max_tokens":64,"metadata":{"user_id":"run-1"},"system":[{"cache_control":{"type":"ephemeral"},"type":"text","text":"Be brief."}],"messages":[{"role":"user","content":[{"cache_control":{"type":"ephemeral"},"type":"text","text":"hi"}]}]}`, true},
+		{"metadata is volatile by default", nil, strings.Replace(recorded, "run-1", "run-2", 1), true},
+		{"temperature differs", nil, strings.Replace(recorded, "0.5", "0.7", 1), false},
+		{"temperature ignored", []string{"temperature"}, strings.Replace(recorded, "0.5", "0.7", 1), true},
+		{"cache markers differ", nil, strings.ReplaceAll(recorded, `,"cache_control":{"type":"ephemeral"}`, ""), false},
+		{"cache markers ignored at any depth", []string{"**.cache_control"}, strings.ReplaceAll(recorded, `,"cache_control":{"type":"ephemeral"}`, ""), true},
+		{"cache markers ignored by wildcard path", []string{"messages.*.content.*.cache_control", "system.*.cache_control"}, strings.ReplaceAll(recorded, `,"cache_control":{"type":"ephemeral"}`, ""), true},
+		{"the text still counts", []string{"**.cache_control"}, strings.Replace(recorded, `"hi"`, `"hello"`, 1), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithIgnoreFields(tt.ignore...))
+			require.NoError(t, err)
+			_, err = post(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", tt.body)
+			if tt.match {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, fakes.ErrInteractionNotFound)
+			}
+		})
+	}
+	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithIgnoreFields("a..b"))
+	assert.ErrorContains(t, err, "empty segment")
+}
+
+func TestRecordMissing(t *testing.T) {
+	model := fakes.NewScripted(fakes.Reply("first"), fakes.Reply("second"))
+	srv := fakes.NewServer(model)
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "missing.yaml")
+
+	// record-missing with no cassette starts one
+	rec, err := fakes.NewRecorder(path, fakes.WithGetenv(env("DAGEVAL_RECORD", "missing")))
+	require.NoError(t, err)
+	assert.Equal(t, fakes.ModeRecordMissing, rec.Mode())
+	first := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), anthropicHeaders("k")...)
+	require.NoError(t, rec.Stop())
+	assert.Len(t, srv.Requests(), 1)
+
+	rec, err = fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecordMissing), fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	again := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), anthropicHeaders("k")...)
+	assert.Equal(t, first.body, again.body, "what the cassette has is replayed")
+	assert.Len(t, srv.Requests(), 1, "a replayed call does not reach the server")
+	second := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), anthropicHeaders("k")...)
+	assert.Contains(t, second.body, "second")
+	assert.Len(t, srv.Requests(), 2)
+	require.NoError(t, rec.Stop())
+
+	c, err := fakes.ReadCassette(path)
+	require.NoError(t, err)
+	require.Len(t, c.Interactions, 2)
+	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	assert.Equal(t, second.body, mustPost(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", turnBody("Oslo")).body)
+}
+
+func TestLiveModeKeepsNothing(t *testing.T) {
+	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("live answer")))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "live.yaml")
+	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeLive), fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	r := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), anthropicHeaders("k")...)
+	assert.Contains(t, r.body, "live answer")
+	require.NoError(t, rec.Stop())
+	_, err = os.Stat(path)
+	assert.True(t, os.IsNotExist(err))
+}
+
+func TestRequestsAfterStopFail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stop.yaml")
+	recordRoundTrip(t, path)
+	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	require.NoError(t, rep.Stop())
+	require.NoError(t, rep.Stop(), "Stop is idempotent")
+	_, err = post(t, context.Background(), rep.Client(), "http://api.provider.test"+roundTrip[0].path, roundTrip[0].body)
+	assert.ErrorIs(t, err, fakes.ErrStopped)
+}
+
+// TestConcurrentLanesReplayDeterministically records two subagents that
+// send identical requests and get different answers (the server answers in
+// arrival order), with one interleaving, and replays them with others: each
+// lane gets its own answers.
+func TestConcurrentLanesReplayDeterministically(t *testing.T) {
+	const turns = 3
+	lanes := []string{"main/task:a", "main/task:b"}
+	bodyFor := func(turn int) string {
+		return fmt.Sprintf(`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"step %d"}]}`, turn)
+	}
+	// run drives both lanes concurrently, but lets them take turns in the given order.
+	run := func(t *testing.T, c *http.Client, url string, order []int) map[string][]string {
+		t.Helper()
+		var mu sync.Mutex
+		cond := sync.NewCond(&mu)
+		pos := 0
+		got := map[string][]string{}
+		var wg sync.WaitGroup
+		for li, lane := range lanes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx := fakes.WithLane(context.Background(), lane)
+				for turn := 1; turn <= turns; turn++ {
+					mu.Lock()
+					for order[pos] != li {
+						cond.Wait()
+					}
+					r, err := post(t, ctx, c, url, bodyFor(turn), anthropicHeaders("k")...)
+					text := ""
+					if err != nil {
+						text = "error: " + err.Error()
+					} else {
+						var msg struct {
+							Content []struct{ Text string } `json:"content"`
+						}
+						_ = json.Unmarshal([]byte(r.body), &msg)
+						if len(msg.Content) > 0 {
+							text = msg.Content[0].Text
+						}
+					}
+					got[lane] = append(got[lane], text)
+					pos++
+					cond.Broadcast()
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return got
+	}
+
+	for _, match := range []fakes.Match{fakes.MatchBody, fakes.MatchOrder} {
+		t.Run(string(match), func(t *testing.T) {
+			model := fakes.NewScripted(fakes.Reply("r1"), fakes.Reply("r2"), fakes.Reply("r3"), fakes.Reply("r4"), fakes.Reply("r5"), fakes.Reply("r6"))
+			srv := fakes.NewServer(model)
+			defer srv.Close()
+			path := filepath.Join(t.TempDir(), "lanes.yaml")
+			rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithMatch(match), fakes.WithGetenv(noEnv))
+			require.NoError(t, err)
+			recorded := run(t, rec.Client(), srv.URL+"/v1/messages", []int{0, 1, 1, 0, 0, 1})
+			require.NoError(t, rec.Stop())
+			require.Equal(t, map[string][]string{"main/task:a": {"r1", "r4", "r5"}, "main/task:b": {"r2", "r3", "r6"}}, recorded)
+
+			for _, order := range [][]int{{1, 1, 1, 0, 0, 0}, {0, 0, 0, 1, 1, 1}, {1, 0, 1, 0, 1, 0}} {
+				rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+				require.NoError(t, err)
+				assert.Equal(t, match, rep.Match(), "the cassette declares its match mode")
+				assert.Equal(t, recorded, run(t, rep.Client(), "http://api.provider.test/v1/messages", order), "order %v", order)
+			}
+		})
+	}
+}
+
+// TestConcurrentRecordingIsDeterministic records the same two-lane work with
+// different interleavings and gets the same file.
+func TestConcurrentRecordingIsDeterministic(t *testing.T) {
+	model := func() llm.ChatModel {
+		return fakes.NewRuleModel(fakes.Rule{Reply: func(req *llm.Request) (*llm.Response, error) {
+			return &llm.Response{Message: llm.Assistant("answer to " + req.Messages[len(req.Messages)-1].Text())}, nil
+		}})
+	}
+	record := func(path string, laneFirst int) {
+		srv := fakes.NewServer(model())
+		defer srv.Close()
+		rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRecordedHost("api.provider.test"))
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i, lane := range []string{"main/task:a", "main/task:b"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if i != laneFirst {
+					<-gate // the other lane finishes first
+				}
+				ctx := fakes.WithLane(context.Background(), lane)
+				for turn := 1; turn <= 3; turn++ {
+					mustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", fmt.Sprintf(`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"%s step %d"}]}`, lane, turn), anthropicHeaders("k")...)
+				}
+				if i == laneFirst {
+					close(gate)
+				}
+			}()
+		}
+		wg.Wait()
+		require.NoError(t, rec.Stop())
+	}
+	dir := t.TempDir()
+	record(filepath.Join(dir, "a-first.yaml"), 0)
+	record(filepath.Join(dir, "b-first.yaml"), 1)
+	a, _ := os.ReadFile(filepath.Join(dir, "a-first.yaml"))
+	b, _ := os.ReadFile(filepath.Join(dir, "b-first.yaml"))
+	assert.Equal(t, string(a), string(b))
+	c, err := fakes.ReadCassette(filepath.Join(dir, "a-first.yaml"))
+	require.NoError(t, err)
+	var got []string
+	for i := range c.Interactions {
+		got = append(got, c.Lane(i))
+	}
+	assert.Equal(t, []string{"main/task:a", "main/task:a", "main/task:a", "main/task:b", "main/task:b", "main/task:b"}, got, "interactions are grouped by lane")
+}
+
+// httpModel is a chat model that calls a provider over HTTP with the call's
+// context, as the SDK-based adapters do.
+type httpModel struct {
+	client *http.Client
+	url    string
+	t      *testing.T
+}
+
+func (m httpModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	body := fmt.Sprintf(`{"model":"m","max_tokens":32,"messages":[{"role":"user","content":%q}]}`, req.Messages[len(req.Messages)-1].Text())
+	r, err := post(m.t, ctx, m.client, m.url, body, anthropicHeaders("k")...)
+	if err != nil {
+		return nil, err
+	}
+	var msg struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &msg); err != nil || len(msg.Content) == 0 {
+		return nil, fmt.Errorf("bad answer %q", r.body)
+	}
+	return &llm.Response{Message: llm.Assistant(msg.Content[0].Text)}, nil
+}
+
+func TestLaneComesFromTheAgentPath(t *testing.T) {
+	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("from the researcher")))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "agent.yaml")
+	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	a, err := agent.New(agent.Config{Model: httpModel{rec.Client(), srv.URL + "/v1/messages", t}})
+	require.NoError(t, err)
+	res, err := a.Invoke(context.Background(), agent.Input{Messages: []llm.Message{llm.User("find it")}}, agent.WithAgentPath("main/task:researcher"))
+	require.NoError(t, err)
+	require.NoError(t, rec.Stop())
+	assert.Equal(t, "from the researcher", res.State.Messages[len(res.State.Messages)-1].Text())
+	c, err := fakes.ReadCassette(path)
+	require.NoError(t, err)
+	require.Len(t, c.Interactions, 1)
+	assert.Equal(t, "main/task:researcher", c.Lane(0))
+
+	// An explicit lane wins over the agent path.
+	ctx := fakes.WithLane(context.Background(), "grader")
+	assert.Equal(t, "grader", fakes.LaneOf(ctx))
+	assert.Equal(t, "", fakes.LaneOf(context.Background()))
+
+	// Replayed inside the same agent path, the run gets its answer without a server.
+	srv.Close()
+	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	require.NoError(t, err)
+	a, err = agent.New(agent.Config{Model: httpModel{rep.Client(), srv.URL + "/v1/messages", t}})
+	require.NoError(t, err)
+	res, err = a.Invoke(context.Background(), agent.Input{Messages: []llm.Message{llm.User("find it")}}, agent.WithAgentPath("main/task:researcher"))
+	require.NoError(t, err)
+	assert.Equal(t, "from the researcher", res.State.Messages[len(res.State.Messages)-1].Text())
+}
+
+func TestNewTestRecorderPath(t *testing.T) {
+	t.Run("sub test/with spaces", func(t *testing.T) {
+		assert.Equal(t, filepath.Join("testdata", "cassettes", "TestNewTestRecorderPath", "sub_test", "with_spaces.yaml"), fakes.TestCassettePath(t))
+	})
+}
+
+func TestReplayingACorruptCassetteFails(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("---\nversion: 2\ninteractions:\n    - id: 0\n      request:\n        method: POST\n      response:\n        code: 200\n"), 0o644))
+	_, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	var pe *fakes.ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 4, pe.Line)
+	assert.Contains(t, err.Error(), "bad.yaml:4: interaction 0: request.url is missing")
+
+	require.NoError(t, os.WriteFile(path, []byte("---\nversion: 2\ninteractions:\n    - id: 0\n      reqest: {}\n"), 0o644))
+	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	require.ErrorContains(t, err, "reqest")
+	require.ErrorContains(t, err, "bad.yaml:5")
+
+	// A vcrpy file is recognised and the error says how to import it.
+	_, err = fakes.NewRecorder("../cassettes/thirdparty/pydantic-ai/test_openai/test_text_response.yaml", fakes.WithGetenv(noEnv))
+	require.ErrorContains(t, err, "dageval cassette import --from vcrpy")
+
+	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithMatch("fuzzy"))
+	require.ErrorContains(t, err, `unknown match mode "fuzzy"`)
+}
