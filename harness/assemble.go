@@ -91,6 +91,9 @@ func New(cfg Config) (*Agent, error) {
 	if b.backend == nil {
 		b.backend = backend.NewState()
 	}
+	if b.cfg.Middleware, err = buildDeferred(cfg.Middleware, b.model, b.backend); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
 	permInterrupts, err := interruptsFromPermissions(cfg.Permissions)
 	if err != nil {
 		return nil, fmt.Errorf("harness: permissions: %w", err)

@@ -63,7 +63,11 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if mws, err = matcher.Filter(mws); err != nil {
 		return middleware.SubAgent{}, err
 	}
-	mws = applyCustom(mws, spec.Middleware, core)
+	custom, err := buildDeferred(spec.Middleware, model, b.backend)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	mws = applyCustom(mws, custom, core)
 	if mws, err = matcher.Filter(mws); err != nil {
 		return middleware.SubAgent{}, err
 	}
