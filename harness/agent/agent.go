@@ -233,6 +233,7 @@ type options struct {
 	config      map[string]any
 	tokenStream bool
 	path        string
+	cp          Checkpointer
 }
 
 // Option configures one invocation.
@@ -264,6 +265,11 @@ func WithConfig(key string, value any) Option {
 // WithTokenStream streams model output as model_chunk events when the model supports it.
 func WithTokenStream() Option { return func(o *options) { o.tokenStream = true } }
 
+// WithCheckpointer makes this invocation save and load its thread with cp
+// instead of the configured checkpointer; nested agents (subagents) use it to
+// share their parent's.
+func WithCheckpointer(cp Checkpointer) Option { return func(o *options) { o.cp = cp } }
+
 // WithAgentPath sets the path events are labelled with; nested agents use it.
 func WithAgentPath(path string) Option { return func(o *options) { o.path = path } }
 
@@ -289,7 +295,10 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 	if o.path == "" {
 		o.path = a.name
 	}
-	r := &run{thread: o.thread, emitter: o.events, clock: o.clock, config: o.config, path: o.path, cp: a.cfg.Checkpointer}
+	if o.cp == nil {
+		o.cp = a.cfg.Checkpointer
+	}
+	r := &run{thread: o.thread, emitter: o.events, clock: o.clock, config: o.config, path: o.path, cp: o.cp}
 	if parent := runFrom(ctx); parent != nil && r.clock == nil {
 		r.clock = parent.clock
 	}
@@ -300,9 +309,9 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 	ex := &exec{a: a, r: r, limit: o.limit, tokenStream: o.tokenStream, st: &State{}, pos: Position{Phase: PhaseBeforeAgent}}
 
 	var cp *Checkpoint
-	if o.thread != "" && a.cfg.Checkpointer != nil {
+	if o.thread != "" && r.cp != nil {
 		var err error
-		if cp, err = a.cfg.Checkpointer.Get(ctx, o.thread); err != nil {
+		if cp, err = r.cp.Get(ctx, o.thread); err != nil {
 			return nil, fmt.Errorf("agent: load thread %s: %w", o.thread, err)
 		}
 	}
@@ -319,6 +328,11 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 		resume, err := resumeValues(cp.Interrupts, in.Resume)
 		if err != nil {
 			return nil, err
+		}
+		for id, v := range cp.Resumed {
+			if _, ok := resume[id]; !ok {
+				resume[id] = v
+			}
 		}
 		r.resume = resume
 		ex.pos, ex.steps, ex.pendingTools = cp.Next, cp.Steps, cp.ToolResults
@@ -534,7 +548,7 @@ func (ex *exec) interrupted(ctx context.Context, err error, done map[string]*Too
 		ints = append(ints, PendingInterrupt{ID: ie.ID, Value: ie.Value})
 	}
 	ints = append(ints, more...)
-	if ex.r.thread == "" || ex.a.cfg.Checkpointer == nil {
+	if ex.r.thread == "" || ex.r.cp == nil {
 		return nil, ErrNoCheckpointer
 	}
 	if serr := ex.save(ctx, ints, done); serr != nil {
@@ -545,11 +559,17 @@ func (ex *exec) interrupted(ctx context.Context, err error, done map[string]*Too
 }
 
 func (ex *exec) save(ctx context.Context, ints []PendingInterrupt, done map[string]*ToolResponse) error {
-	if ex.r.thread == "" || ex.a.cfg.Checkpointer == nil {
+	if ex.r.thread == "" || ex.r.cp == nil {
 		return nil
 	}
 	cp := &Checkpoint{State: ex.st, Next: ex.pos, Steps: ex.steps, Interrupts: ints, ToolResults: done}
-	if err := ex.a.cfg.Checkpointer.Put(ctx, ex.r.thread, cp); err != nil {
+	if len(ints) > 0 {
+		// Answers given so far stay available while the step is unfinished.
+		cp.Resumed = ex.r.resume
+	} else {
+		ex.r.resume = nil
+	}
+	if err := ex.r.cp.Put(ctx, ex.r.thread, cp); err != nil {
 		return fmt.Errorf("agent: save thread %s: %w", ex.r.thread, err)
 	}
 	return nil

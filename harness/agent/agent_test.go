@@ -680,3 +680,39 @@ func TestToolPanicIsContained(t *testing.T) {
 	assert.True(t, m.IsError)
 	assert.True(t, strings.HasPrefix(m.Text(), "Error: tool boom crashed: nil map"))
 }
+
+func TestToolInterruptsTwice(t *testing.T) {
+	// A tool that asks two questions in turn gets the first answer replayed
+	// when it re-runs for the second.
+	var asked []string
+	twoQ := &tool.Func{
+		ToolSpec: llm.ToolSpec{Name: "survey", Parameters: json.RawMessage(`{"type":"object"}`)},
+		Fn: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+			a1, err := agent.Interrupt(ctx, "name?")
+			if err != nil {
+				return tool.Result{}, err
+			}
+			a2, err := agent.Interrupt(ctx, "colour?")
+			if err != nil {
+				return tool.Result{}, err
+			}
+			asked = append(asked, string(a1)+"/"+string(a2))
+			return tool.Text(string(a1) + " likes " + string(a2)), nil
+		},
+	}
+	a, err := agent.New(agent.Config{Model: fakes.NewScripted(fakes.Calls("", fakes.Call("survey", nil)), fakes.Reply("noted")), Tools: []tool.Tool{twoQ}, Checkpointer: agent.NewMemoryCheckpointer()})
+	require.NoError(t, err)
+	res, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("survey me")}}, agent.WithThread("s"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, `"name?"`, string(res.Interrupts[0].Value))
+	res, err = a.Invoke(t.Context(), agent.Input{Resume: "Ada"}, agent.WithThread("s"))
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 1)
+	assert.Equal(t, `"colour?"`, string(res.Interrupts[0].Value))
+	res, err = a.Invoke(t.Context(), agent.Input{Resume: "blue"}, agent.WithThread("s"))
+	require.NoError(t, err)
+	require.False(t, res.Interrupted())
+	assert.Equal(t, []string{`"Ada"/"blue"`}, asked, "the tool completed exactly once")
+	assert.Contains(t, roles(res.State.Messages), `tool(survey): "Ada" likes "blue"`)
+}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 )
 
@@ -36,6 +37,10 @@ type Checkpoint struct {
 	// ToolResults holds calls of an interrupted tool step that had already
 	// finished, so resuming does not run them twice.
 	ToolResults map[string]*ToolResponse `json:"tool_results,omitempty"`
+	// Resumed keeps the answers already given to interrupts of the step in
+	// progress, so a hook or tool that pauses again after a resume replays
+	// its earlier answers in order.
+	Resumed map[string]json.RawMessage `json:"resumed,omitempty"`
 }
 
 // Checkpointer saves and loads checkpoints by thread id.

@@ -201,17 +201,33 @@ func (e *InterruptError) Error() string { return "agent: interrupted at " + e.ID
 // Interrupt pauses the run with payload for a human (or the caller) to answer.
 // The first time, it returns an *InterruptError that the hook or tool must
 // return. When the caller resumes the thread, the same hook or tool runs again
-// and Interrupt returns the caller's answer instead.
+// and Interrupt returns the caller's answer instead. A hook or tool that
+// interrupts several times gets, on each re-run, the answers given so far in
+// the order it asked for them.
 func Interrupt(ctx context.Context, payload any) (json.RawMessage, error) {
+	sl, _ := ctx.Value(slotKey{}).(*slot)
+	if sl == nil {
+		return nil, errors.New("agent: Interrupt called outside a running hook or tool")
+	}
+	sl.mu.Lock()
+	key := strconv.Itoa(sl.count)
+	sl.count++
+	sl.mu.Unlock()
+	return InterruptKey(ctx, key, payload)
+}
+
+// InterruptKey is Interrupt with a caller-chosen key instead of a call
+// counter. A tool that relays the interrupts of a nested agent (the task tool
+// relaying a subagent's human review) uses the nested pause's identity as the
+// key, so that each pause is answered exactly once however often the tool
+// re-runs.
+func InterruptKey(ctx context.Context, key string, payload any) (json.RawMessage, error) {
 	r := runFrom(ctx)
 	sl, _ := ctx.Value(slotKey{}).(*slot)
 	if r == nil || sl == nil {
 		return nil, errors.New("agent: Interrupt called outside a running hook or tool")
 	}
-	sl.mu.Lock()
-	id := sl.id + "#" + strconv.Itoa(sl.count)
-	sl.count++
-	sl.mu.Unlock()
+	id := sl.id + "#" + key
 	if v, ok := r.resume[id]; ok {
 		return v, nil
 	}
