@@ -168,7 +168,9 @@ func RenderMemory(sources []string, contents map[string]string) string {
 	return strings.Join(sections, "\n\n")
 }
 
-func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' }
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
+}
 
 // WrapModelCall implements agent.Middleware: it appends the memory section
 // and, when enabled for an Anthropic model, a cache breakpoint after it.

@@ -34,9 +34,9 @@ const (
 
 // Limits of the agentskills.io format.
 const (
-	MaxSkillFileSize           = 10 << 20
-	MaxSkillNameLength         = 64
-	MaxSkillDescriptionLength  = 1024
+	MaxSkillFileSize            = 10 << 20
+	MaxSkillNameLength          = 64
+	MaxSkillDescriptionLength   = 1024
 	MaxSkillCompatibilityLength = 500
 	// maxSkillWarnings are shown in the prompt, each at most maxSkillWarningLength characters.
 	maxSkillWarnings      = 20

@@ -146,7 +146,7 @@ func replaceText(blocks []llm.Block, text string) []llm.Block {
 
 // contentPreview shows a numbered head and tail of text.
 func contentPreview(text string) string {
-	lines := strings.Split(text, "\n")
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	clip := func(ls []string) string {
 		out := make([]string, len(ls))
 		for i, l := range ls {
