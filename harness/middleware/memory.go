@@ -143,8 +143,13 @@ func (m *MemoryMiddleware) BeforeAgent(ctx context.Context, s *agent.State) (*ag
 	return u, nil
 }
 
-// htmlComment matches HTML comments, across lines.
-var htmlComment = regexp.MustCompile(`(?s)<!--.*?-->`)
+// htmlComment matches HTML comments, across lines; commentLines matches
+// comments that fill whole lines, which are removed with their line breaks
+// so they leave no blank lines behind.
+var (
+	htmlComment  = regexp.MustCompile(`(?s)<!--.*?-->`)
+	commentLines = regexp.MustCompile(`(?ms)^[ \t]*<!--.*?-->[ \t]*(?:\n|\z)`)
+)
 
 // RenderMemory renders memory files for the {agent_memory} placeholder:
 // each file with content, in the order of sources, as its path, a blank line
@@ -156,7 +161,8 @@ func RenderMemory(sources []string, contents map[string]string) string {
 		if !ok {
 			continue
 		}
-		text = strings.TrimRightFunc(htmlComment.ReplaceAllString(text, ""), isSpace)
+		text = htmlComment.ReplaceAllString(commentLines.ReplaceAllString(text, ""), "")
+		text = strings.TrimRightFunc(text, isSpace)
 		if strings.TrimSpace(text) == "" {
 			continue
 		}
@@ -173,13 +179,15 @@ func isSpace(r rune) bool {
 }
 
 // WrapModelCall implements agent.Middleware: it appends the memory section
-// and, when enabled for an Anthropic model, a cache breakpoint after it.
+// and, when enabled for an Anthropic model, a cache breakpoint after it
+// (unless the request already carries MaxCacheBreakpoints).
 func (m *MemoryMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
 	if m.prompt != "" {
 		contents, _ := agent.Value[map[string]string](req.State, MemoryContentsKey)
 		req = req.AppendSystem(strings.Replace(m.prompt, memoryPlaceholder, RenderMemory(m.sources, contents), 1))
 	}
-	if n := len(req.System); m.cache && n > 0 && isAnthropic(req.Model) {
+	if n := len(req.System); m.cache && n > 0 && req.System[n-1].CacheControl == nil && isAnthropic(req.Model) &&
+		countBreakpoints(&req.Request) < MaxCacheBreakpoints {
 		c := req.Clone()
 		c.System = slices.Clone(req.System)
 		c.System[n-1].CacheControl = llm.Ephemeral()
