@@ -58,7 +58,7 @@ func ApproxCounter() TokenCounter {
 // byte, two per other character; charsPerToken units make a token. It
 // checks eight bytes at a time because the history of a long conversation
 // is scanned on every model call and is mostly ASCII.
-func textUnits(s string) int {
+func textUnits[T ~string | ~[]byte](s T) int {
 	n := 0
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
@@ -68,8 +68,8 @@ func textUnits(s string) int {
 			n += 8
 			continue
 		}
-		for _, b := range []byte(s[i : i+8]) {
-			n += byteUnits(b)
+		for k := i; k < i+8; k++ {
+			n += byteUnits(s[k])
 		}
 	}
 	for ; i < len(s); i++ {
@@ -122,7 +122,7 @@ func messageTokens(m *llm.Message) int {
 	u, media := blocksUnits(m.Content)
 	for i := range m.ToolCalls {
 		tc := &m.ToolCalls[i]
-		u += len(tc.Name) + len(tc.ID) + textUnits(string(tc.Args))
+		u += len(tc.Name) + len(tc.ID) + textUnits(tc.Args)
 	}
 	for i := range m.InvalidToolCalls {
 		tc := &m.InvalidToolCalls[i]
@@ -141,7 +141,7 @@ func messagesTokens(msgs []llm.Message) int {
 }
 
 func toolTokens(t *llm.ToolSpec) int {
-	return unitsToTokens(len(t.Name)+textUnits(t.Description)+textUnits(string(t.Parameters))) + toolOverheadTokens
+	return unitsToTokens(len(t.Name)+textUnits(t.Description)+textUnits(t.Parameters)) + toolOverheadTokens
 }
 
 // maxCachedTools bounds the tool cache; past it the cache starts over, which
