@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -297,3 +298,26 @@ func TestSummarizationOffloadsInlineMedia(t *testing.T) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+func TestSummarizationEventEdgeCases(t *testing.T) {
+	run := func(t *testing.T, ev json.RawMessage, logs *logRecorder) llm.Request {
+		model := fakes.NewScripted(fakes.Reply("ok"))
+		a := newAgent(t, model, "", nil, newSummarization(t, middleware.SummarizationOptions{Logger: slogLogger(logs)}))
+		_, err := a.Invoke(t.Context(), agent.Input{Messages: conversation("S", 4), Values: map[string]json.RawMessage{middleware.SummarizationEventKey: ev}})
+		require.NoError(t, err)
+		return model.Requests()[0]
+	}
+	t.Run("malformed event: the model sees the full history", func(t *testing.T) {
+		logs := &logRecorder{}
+		req := run(t, json.RawMessage(`{"cutoff_index":"three"}`), logs)
+		assert.Len(t, req.Messages, 4)
+		assert.Contains(t, logs.joined(), "ignoring a malformed summarization event")
+	})
+	t.Run("cutoff beyond the history: only the summary", func(t *testing.T) {
+		ev, err := json.Marshal(middleware.SummarizationEvent{CutoffIndex: 10, SummaryMessage: llm.User("old summary")})
+		require.NoError(t, err)
+		req := run(t, ev, &logRecorder{})
+		require.Len(t, req.Messages, 1)
+		assert.Equal(t, "old summary", req.Messages[0].Text())
+	})
+}

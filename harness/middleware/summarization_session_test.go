@@ -2,6 +2,8 @@ package middleware_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/tool"
@@ -168,4 +171,29 @@ func TestCompactConversation(t *testing.T) {
 
 	_, err := middleware.NewCompactConversation(nil, middleware.CompactConversationOptions{})
 	require.Error(t, err)
+}
+
+// History goes under the backend's artifacts root, here a directory on disk
+// routed through a Composite.
+func TestSummarizationHistoryUnderArtifactsRoot(t *testing.T) {
+	dir := t.TempDir()
+	disk, err := backend.NewFilesystem(dir, backend.FilesystemOptions{})
+	require.NoError(t, err)
+	comp, err := backend.NewComposite(backend.NewState(), []backend.Route{{Prefix: "/disk/", Backend: disk}}, backend.CompositeOptions{ArtifactsRoot: "/disk/artifacts"})
+	require.NoError(t, err)
+	model := fakes.NewScripted(fakes.Reply("summary"), fakes.Reply("ok"))
+	a := newAgent(t, model, "", nil, newSummarization(t, middleware.SummarizationOptions{
+		Backend: comp,
+		Trigger: []middleware.Threshold{{Messages: 5}},
+		Keep:    middleware.Threshold{Messages: 2},
+	}))
+	_, err = a.Invoke(t.Context(), agent.Input{Messages: conversation("S", 8)}, agent.WithThread("d"), clockOpt())
+	require.NoError(t, err)
+	st := fullState(t, a, "d")
+	ev := eventOf(t, st)
+	require.Regexp(t, `^/disk/artifacts/conversation_history/session_[0-9a-f]{32}\.md$`, ev.FilePath)
+	onDisk, err := os.ReadFile(filepath.Join(dir, strings.TrimPrefix(ev.FilePath, "/disk/")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"msg-1", "msg-2", "msg-3", "msg-4", "msg-5", "msg-6"}, messageIDs(string(onDisk)))
+	assert.Empty(t, st.Files, "nothing was written to agent state")
 }
