@@ -210,6 +210,9 @@ type SummarizationMiddleware struct {
 	log      *slog.Logger
 	count    TokenCounter
 	sessions sessionCounter
+	// withWindow and withoutWindow are the policies with their defaults
+	// resolved; the window itself is looked up per call.
+	withWindow, withoutWindow policy
 	// lastModel is the model of the most recent call, which
 	// compact_conversation uses when no summariser model is configured.
 	lastModel atomic.Pointer[modelRef]
@@ -255,7 +258,8 @@ func NewSummarization(opts SummarizationOptions) (*SummarizationMiddleware, erro
 	if !strings.Contains(opts.SummaryPrompt, "{messages}") {
 		return nil, errors.New("SummarizationMiddleware: summary prompt must contain the {messages} placeholder")
 	}
-	m := &SummarizationMiddleware{opts: opts, backend: opts.Backend, log: opts.Logger, count: opts.CountTokens}
+	m := &SummarizationMiddleware{opts: opts, backend: opts.Backend, log: opts.Logger, count: opts.CountTokens,
+		withWindow: opts.resolvePolicy(true), withoutWindow: opts.resolvePolicy(false)}
 	if m.backend == nil {
 		m.backend = backend.NewState()
 	}
@@ -290,41 +294,47 @@ type policy struct {
 }
 
 func (m *SummarizationMiddleware) policyFor(model llm.ChatModel) policy {
-	var p policy
 	if m.opts.ContextWindow != nil {
 		if id, ok := llm.IdentityOf(model); ok {
 			if w, ok := m.opts.ContextWindow(id); ok && w > 0 {
-				p.window, p.known = w, true
+				p := m.withWindow
+				p.window = w
+				return p
 			}
 		}
 	}
-	p.trigger, p.keep = m.opts.Trigger, m.opts.Keep
+	return m.withoutWindow
+}
+
+// resolvePolicy fills in the defaults for a known or an unknown window.
+func (o *SummarizationOptions) resolvePolicy(known bool) policy {
+	p := policy{known: known, trigger: o.Trigger, keep: o.Keep}
 	if p.trigger == nil {
-		if p.known {
+		if known {
 			p.trigger = []Threshold{{Fraction: DefaultTriggerFraction}}
 		} else {
 			p.trigger = []Threshold{{Tokens: DefaultTriggerTokens}}
 		}
 	}
 	if p.keep.isZero() {
-		if p.known {
+		if known {
 			p.keep = Threshold{Fraction: DefaultKeepFraction}
 		} else {
 			p.keep = Threshold{Messages: DefaultKeepMessages}
 		}
 	}
-	ta := m.opts.TruncateArgs
+	ta := o.TruncateArgs
 	if !ta.Disabled {
 		p.truncTrigger, p.truncKeep = ta.Trigger, ta.Keep
 		if p.truncTrigger == nil {
-			if p.known {
+			if known {
 				p.truncTrigger = []Threshold{{Fraction: DefaultTriggerFraction}}
 			} else {
 				p.truncTrigger = []Threshold{{Messages: DefaultTruncateMessages}}
 			}
 		}
 		if p.truncKeep.isZero() {
-			if p.known {
+			if known {
 				p.truncKeep = Threshold{Fraction: DefaultKeepFraction}
 			} else {
 				p.truncKeep = Threshold{Messages: DefaultTruncateMessages}
