@@ -43,7 +43,7 @@ func TestMemoryAndSkillsPromptSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	in := agent.Input{
 		Messages: []llm.Message{llm.User("hi")},
-		Files: files(
+		Files: plainFiles(
 			"/skills/user/web-research/SKILL.md", "---\nname: web-research\ndescription: Structured approach to researching a topic on the web and citing sources\n---\n\n# Web research\n\n1. Plan queries.\n2. Read sources.\n3. Cite them.\n",
 			"/skills/project/code-review/SKILL.md", "---\nname: code-review\ndescription: Review a change for correctness, tests and style\nlicense: Apache-2.0\nallowed-tools: read_file grep\n---\n\n# Code review\n",
 			"/memory/AGENTS.md", "# Project memory\n\n<!-- Maintained by the team. -->\n- Run `make test` before committing.\n- The API lives in /src/api.\n",

@@ -22,7 +22,7 @@ func newMemory(t *testing.T, opts middleware.MemoryOptions) *middleware.MemoryMi
 	return m
 }
 
-func files(kv ...string) map[string]agent.FileData {
+func plainFiles(kv ...string) map[string]agent.FileData {
 	out := map[string]agent.FileData{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		out[kv[i]] = agent.FileData{Content: kv[i+1]}
@@ -58,22 +58,22 @@ func TestMemoryRendering(t *testing.T) {
 	}{
 		{
 			name:  "declared order with path headers",
-			files: files("/memory/user/AGENTS.md", "Prefers tabs.\n", "/memory/AGENTS.md", "# Project\nRun make test.\n\n"),
+			files: plainFiles("/memory/user/AGENTS.md", "Prefers tabs.\n", "/memory/AGENTS.md", "# Project\nRun make test.\n\n"),
 			want:  "/memory/AGENTS.md\n\n# Project\nRun make test.\n\n/memory/user/AGENTS.md\n\nPrefers tabs.",
 		},
 		{
 			name:  "missing file skipped",
-			files: files("/memory/user/AGENTS.md", "Prefers tabs."),
+			files: plainFiles("/memory/user/AGENTS.md", "Prefers tabs."),
 			want:  "/memory/user/AGENTS.md\n\nPrefers tabs.",
 		},
 		{
 			name:  "HTML comments stripped, across lines",
-			files: files("/memory/AGENTS.md", "Keep<!-- inline --> this.\n  <!--\nnote for humans\n-->\nAnd this.<!-- trailing -->", "/memory/user/AGENTS.md", "<!-- only a comment -->\n\n"),
+			files: plainFiles("/memory/AGENTS.md", "Keep<!-- inline --> this.\n  <!--\nnote for humans\n-->\nAnd this.<!-- trailing -->", "/memory/user/AGENTS.md", "<!-- only a comment -->\n\n"),
 			want:  "/memory/AGENTS.md\n\nKeep this.\nAnd this.",
 		},
 		{
 			name:  "nothing loaded",
-			files: files("/memory/AGENTS.md", "  \n<!-- x -->"),
+			files: plainFiles("/memory/AGENTS.md", "  \n<!-- x -->"),
 			want:  middleware.NoMemoryText,
 		},
 	}
@@ -92,7 +92,7 @@ func TestMemoryLoading(t *testing.T) {
 		}}
 		model := fakes.NewScripted(fakes.Reply("never"))
 		a := newAgent(t, model, "", nil, newMemory(t, middleware.MemoryOptions{Backend: b, Sources: memorySources}))
-		_, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("hi")}, Files: files("/memory/AGENTS.md", "x")})
+		_, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("hi")}, Files: plainFiles("/memory/AGENTS.md", "x")})
 		require.ErrorContains(t, err, "MemoryMiddleware: failed to download /memory/user/AGENTS.md: permission denied")
 		assert.Equal(t, 0, model.CallCount())
 	})
@@ -107,10 +107,10 @@ func TestMemoryLoading(t *testing.T) {
 		b := &faultyBackend{Backend: backend.NewState()}
 		model := fakes.NewScripted(fakes.Reply("one"), fakes.Reply("two"))
 		a := newAgent(t, model, "", nil, newMemory(t, middleware.MemoryOptions{Backend: b, Sources: memorySources}))
-		_, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("hi")}, Files: files("/memory/AGENTS.md", "v1")}, agent.WithThread("m"))
+		_, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("hi")}, Files: plainFiles("/memory/AGENTS.md", "v1")}, agent.WithThread("m"))
 		require.NoError(t, err)
 		// The file changes, but the thread keeps what it loaded.
-		_, err = a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("again")}, Files: files("/memory/AGENTS.md", "v2")}, agent.WithThread("m"))
+		_, err = a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("again")}, Files: plainFiles("/memory/AGENTS.md", "v2")}, agent.WithThread("m"))
 		require.NoError(t, err)
 		assert.Equal(t, int32(1), b.downloads.Load())
 		assert.Contains(t, model.Requests()[1].SystemText(), "/memory/AGENTS.md\n\nv1")
@@ -122,7 +122,7 @@ func TestMemoryLoading(t *testing.T) {
 	t.Run("state already holding memory is not reloaded", func(t *testing.T) {
 		b := &faultyBackend{Backend: backend.NewState()}
 		pre, _ := json.Marshal(map[string]string{"/memory/AGENTS.md": "preloaded"})
-		got := firstPrompt(t, agent.Input{Values: map[string]json.RawMessage{middleware.MemoryContentsKey: pre}, Files: files("/memory/AGENTS.md", "on disk")},
+		got := firstPrompt(t, agent.Input{Values: map[string]json.RawMessage{middleware.MemoryContentsKey: pre}, Files: plainFiles("/memory/AGENTS.md", "on disk")},
 			newMemory(t, middleware.MemoryOptions{Backend: b, Sources: memorySources}))
 		assert.Equal(t, memoryBlock("/memory/AGENTS.md\n\npreloaded"), got)
 		assert.Equal(t, int32(0), b.downloads.Load())
@@ -130,7 +130,7 @@ func TestMemoryLoading(t *testing.T) {
 	t.Run("private state", func(t *testing.T) {
 		model := fakes.NewScripted(fakes.Reply("ok"))
 		a := newAgent(t, model, "", nil, newMemory(t, middleware.MemoryOptions{Sources: memorySources}))
-		res, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("hi")}, Files: files("/memory/AGENTS.md", "x")})
+		res, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("hi")}, Files: plainFiles("/memory/AGENTS.md", "x")})
 		require.NoError(t, err)
 		assert.NotContains(t, res.State.Values, middleware.MemoryContentsKey)
 		assert.Equal(t, []string{middleware.MemoryContentsKey}, a.PrivateKeys())
@@ -170,11 +170,11 @@ func TestMemoryCacheControl(t *testing.T) {
 
 func TestMemoryTemplates(t *testing.T) {
 	custom := "Remember:\n{agent_memory}"
-	got := firstPrompt(t, agent.Input{Files: files("/memory/AGENTS.md", "tabs")}, newMemory(t, middleware.MemoryOptions{Sources: memorySources, SystemPrompt: &custom}))
+	got := firstPrompt(t, agent.Input{Files: plainFiles("/memory/AGENTS.md", "tabs")}, newMemory(t, middleware.MemoryOptions{Sources: memorySources, SystemPrompt: &custom}))
 	assert.Equal(t, "Remember:\n/memory/AGENTS.md\n\ntabs", got)
 
 	empty := ""
-	got = firstPrompt(t, agent.Input{Files: files("/memory/AGENTS.md", "tabs")}, newMemory(t, middleware.MemoryOptions{Sources: memorySources, SystemPrompt: &empty}))
+	got = firstPrompt(t, agent.Input{Files: plainFiles("/memory/AGENTS.md", "tabs")}, newMemory(t, middleware.MemoryOptions{Sources: memorySources, SystemPrompt: &empty}))
 	assert.Empty(t, got)
 
 	bad := "No placeholder."

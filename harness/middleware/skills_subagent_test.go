@@ -40,7 +40,7 @@ func TestSkillsInSubagents(t *testing.T) {
 	})
 	require.NoError(t, err)
 	a := newAgent(t, model, "", nil, parentSkills, sub)
-	fs := files(
+	fs := plainFiles(
 		"/skills/main/planning/SKILL.md", skillMD("planning", "Plans work."),
 		"/skills/research/web-research/SKILL.md", skillMD("web-research", "Researches the web."),
 		"/skills/extra/citations/SKILL.md", skillMD("citations", "Formats citations."),

@@ -20,19 +20,17 @@ const (
 	clipThresholdTokens = 5000
 	// clipReadChars of a read_file result survive the clip.
 	clipReadChars = 4000
-	// previewLines at the head and at the tail of an evicted result are
-	// shown in its place; previewLineChars bounds each of them.
-	previewLines     = 5
-	previewLineChars = 1000
 	// largeResultsDir holds evicted tool results, under the artifacts root.
 	largeResultsDir = "large_tool_results"
 )
 
 // isContextOverflow reports whether err says the prompt did not fit the
-// model's context window. Until harness/llm classifies model errors, an
-// error declares this by implementing ContextOverflow() bool anywhere in its
-// chain (provider adapters and test fakes do).
+// model's context window: a classified provider error (llm.ErrContextOverflow),
+// or any error in the chain that declares it with ContextOverflow() bool.
 func isContextOverflow(err error) bool {
+	if llm.IsContextOverflow(err) {
+		return true
+	}
 	var co interface{ ContextOverflow() bool }
 	return errors.As(err, &co) && co.ContextOverflow()
 }
@@ -142,25 +140,6 @@ func replaceText(blocks []llm.Block, text string) []llm.Block {
 		}
 	}
 	return out
-}
-
-// contentPreview shows a numbered head and tail of text.
-func contentPreview(text string) string {
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	clip := func(ls []string) string {
-		out := make([]string, len(ls))
-		for i, l := range ls {
-			out[i] = backend.CutChars(l, previewLineChars)
-		}
-		return strings.Join(out, "\n")
-	}
-	if len(lines) <= 2*previewLines {
-		return backend.FormatLineNumbers(clip(lines), 1)
-	}
-	head := backend.FormatLineNumbers(clip(lines[:previewLines]), 1)
-	tailStart := len(lines) - previewLines
-	tail := backend.FormatLineNumbers(clip(lines[tailStart:]), tailStart+1)
-	return head + fmt.Sprintf("\n... [%d lines truncated] ...\n", tailStart-previewLines) + tail
 }
 
 // sanitizeID makes a tool call id safe as a file name (no dots, so never "..").

@@ -128,7 +128,7 @@ func fullState(t testing.TB, a *agent.Agent, thread string) *agent.State {
 	return st
 }
 
-func roles(msgs []llm.Message) []string {
+func roleNames(msgs []llm.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = string(m.Role) + ":" + m.Text()

@@ -189,12 +189,12 @@ func renderMessages(msgs []llm.Message) string {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		renderMessage(&b, &msgs[i])
+		renderHistoryMessage(&b, &msgs[i])
 	}
 	return b.String()
 }
 
-func renderMessage(b *strings.Builder, msg *llm.Message) {
+func renderHistoryMessage(b *strings.Builder, msg *llm.Message) {
 	b.WriteString(`<message role="` + string(msg.Role) + `"`)
 	attr := func(k, v string) {
 		if v != "" {

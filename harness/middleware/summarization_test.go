@@ -71,7 +71,7 @@ func TestSummarizationChainedCutoffs(t *testing.T) {
 	assert.NotContains(t, summarizer.Messages[0].Text(), "S6")
 
 	seen := reqs[1].Messages
-	require.Equal(t, []string{"user:" + seen[0].Text(), "assistant:S6", "user:S7"}, roles(seen))
+	require.Equal(t, []string{"user:" + seen[0].Text(), "assistant:S6", "user:S7"}, roleNames(seen))
 	assert.Equal(t, middleware.SummarySource, seen[0].Metadata[llm.MetaSource])
 	assert.Contains(t, seen[0].Text(), "<summary>\nsummary one\n</summary>")
 	assert.Contains(t, seen[0].Text(), ev.FilePath)
@@ -102,7 +102,7 @@ func TestSummarizationChainedCutoffs(t *testing.T) {
 	require.Len(t, reqs, 4)
 	assert.Equal(t, "summary one", strings.TrimSpace(between(reqs[2].Messages[0].Text(), "<summary>", "</summary>")),
 		"the previous summary is summarized again with the newer messages")
-	assert.Equal(t, []string{"assistant:T3", "user:T4"}, roles(reqs[3].Messages)[1:])
+	assert.Equal(t, []string{"assistant:T3", "user:T4"}, roleNames(reqs[3].Messages)[1:])
 	assert.Equal(t, st.Messages[12:14], reqs[3].Messages[1:3])
 	history := st.Files[ev.FilePath].Content
 	assert.Equal(t, 2, strings.Count(history, "## Summarized at "))
