@@ -1,0 +1,116 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// AnthropicPromptCachingName is the stack name of AnthropicPromptCachingMiddleware.
+const AnthropicPromptCachingName = "AnthropicPromptCachingMiddleware"
+
+// AnthropicProvider is the provider name of Anthropic models (llm.Identity.Provider).
+const AnthropicProvider = "anthropic"
+
+// MaxCacheBreakpoints is how many cache-control breakpoints Anthropic
+// accepts in one request.
+const MaxCacheBreakpoints = 4
+
+// PromptCachingOptions configures AnthropicPromptCachingMiddleware.
+type PromptCachingOptions struct {
+	// TTL of the cache entries: "" (the provider's default, 5 minutes),
+	// "5m" or "1h".
+	TTL string
+}
+
+// AnthropicPromptCachingMiddleware marks cache-control breakpoints on
+// requests to Anthropic models, so that the stable prefix of each call (tool
+// definitions, system prompt, conversation so far) is read from the prompt
+// cache instead of being processed again. It marks the last tool, the last
+// system block and the last block of the latest message, skipping targets
+// that are already marked and never exceeding MaxCacheBreakpoints in the
+// request. Requests to other providers pass through untouched. It edits
+// copies only: the request's slices and the state's messages are never
+// modified.
+type AnthropicPromptCachingMiddleware struct {
+	agent.Base
+	ttl string
+}
+
+// NewAnthropicPromptCaching returns the middleware; the TTL must be "", "5m" or "1h".
+func NewAnthropicPromptCaching(opts PromptCachingOptions) (*AnthropicPromptCachingMiddleware, error) {
+	switch opts.TTL {
+	case "", "5m", "1h":
+	default:
+		return nil, fmt.Errorf("AnthropicPromptCachingMiddleware: ttl must be \"5m\" or \"1h\", got %q", opts.TTL)
+	}
+	return &AnthropicPromptCachingMiddleware{ttl: opts.TTL}, nil
+}
+
+// Name implements agent.Middleware.
+func (m *AnthropicPromptCachingMiddleware) Name() string { return AnthropicPromptCachingName }
+
+func isAnthropic(model llm.ChatModel) bool {
+	id, ok := llm.IdentityOf(model)
+	return ok && id.Provider == AnthropicProvider
+}
+
+func (m *AnthropicPromptCachingMiddleware) marker() *llm.CacheControl {
+	cc := llm.Ephemeral()
+	cc.TTL = m.ttl
+	return cc
+}
+
+// WrapModelCall implements agent.Middleware.
+func (m *AnthropicPromptCachingMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
+	if !isAnthropic(req.Model) {
+		return next(ctx, req)
+	}
+	budget := MaxCacheBreakpoints - countBreakpoints(&req.Request)
+	c := req.Clone()
+	if n := len(c.Tools); budget > 0 && n > 0 && c.Tools[n-1].CacheControl == nil {
+		c.Tools = slices.Clone(c.Tools)
+		c.Tools[n-1].CacheControl = m.marker()
+		budget--
+	}
+	if n := len(c.System); budget > 0 && n > 0 && c.System[n-1].CacheControl == nil {
+		c.System = slices.Clone(c.System)
+		c.System[n-1].CacheControl = m.marker()
+		budget--
+	}
+	if n := len(c.Messages); budget > 0 && n > 0 {
+		if k := len(c.Messages[n-1].Content); k > 0 && c.Messages[n-1].Content[k-1].CacheControl == nil {
+			last := c.Messages[n-1].Clone()
+			last.Content[k-1].CacheControl = m.marker()
+			c.Messages = slices.Clone(c.Messages)
+			c.Messages[n-1] = last
+		}
+	}
+	return next(ctx, c)
+}
+
+// countBreakpoints counts the cache-control markers a request already carries.
+func countBreakpoints(r *llm.Request) int {
+	n := 0
+	for i := range r.Tools {
+		if r.Tools[i].CacheControl != nil {
+			n++
+		}
+	}
+	for i := range r.System {
+		if r.System[i].CacheControl != nil {
+			n++
+		}
+	}
+	for i := range r.Messages {
+		for k := range r.Messages[i].Content {
+			if r.Messages[i].Content[k].CacheControl != nil {
+				n++
+			}
+		}
+	}
+	return n
+}
