@@ -11,8 +11,6 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/dageval/dageval/harness/agent"
-	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
@@ -25,20 +23,20 @@ type AgentFile struct {
 	// (profile files, filesystem roots) are resolved against its directory.
 	Path string `yaml:"-"`
 
-	Name         string          `yaml:"name"`
-	Model        string          `yaml:"model"`
-	SystemPrompt SystemPrompt    `yaml:"system_prompt"`
-	Tools        []ToolDecl      `yaml:"tools"`
-	SubAgents    []SubAgentDecl  `yaml:"subagents"`
-	Skills       *[]string       `yaml:"skills"`
-	Memory       *[]string       `yaml:"memory"`
-	Files        map[string]string `yaml:"files"`
-	Backend      *BackendDecl    `yaml:"backend"`
-	InterruptOn  map[string]InterruptDecl `yaml:"interrupt_on"`
-	Permissions  []PermissionDecl `yaml:"permissions"`
-	Middleware   []MiddlewareDecl `yaml:"middleware"`
-	Profile      *ProfileRef     `yaml:"profile"`
-	ResponseFormat *ResponseFormatDecl `yaml:"response_format"`
+	Name           string                   `yaml:"name"`
+	Model          string                   `yaml:"model"`
+	SystemPrompt   SystemPrompt             `yaml:"system_prompt"`
+	Tools          []ToolDecl               `yaml:"tools"`
+	SubAgents      []SubAgentDecl           `yaml:"subagents"`
+	Skills         *[]string                `yaml:"skills"`
+	Memory         *[]string                `yaml:"memory"`
+	Files          map[string]string        `yaml:"files"`
+	Backend        *BackendDecl             `yaml:"backend"`
+	InterruptOn    map[string]InterruptDecl `yaml:"interrupt_on"`
+	Permissions    []PermissionDecl         `yaml:"permissions"`
+	Middleware     []MiddlewareDecl         `yaml:"middleware"`
+	Profile        *ProfileRef              `yaml:"profile"`
+	ResponseFormat *ResponseFormatDecl      `yaml:"response_format"`
 	// Providers are named OpenAI-compatible endpoints for model specs such
 	// as "local:model-a"; the model resolver reads them.
 	Providers map[string]ProviderDecl `yaml:"providers"`
@@ -85,28 +83,28 @@ func (p *SystemPrompt) UnmarshalYAML(n ast.Node) error {
 // decided by whoever runs the agent (a mock or a command in an eval suite, a
 // Go function registered by name).
 type ToolDecl struct {
-	Name        string          `yaml:"name"`
-	Description string          `yaml:"description"`
-	Parameters  map[string]any  `yaml:"parameters"`
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Parameters  map[string]any `yaml:"parameters"`
 }
 
 // SubAgentDecl is a declarative subagent, or an async one (graph_id, url).
 type SubAgentDecl struct {
-	Name         string        `yaml:"name"`
-	Description  string        `yaml:"description"`
-	SystemPrompt string        `yaml:"system_prompt"`
-	Model        string        `yaml:"model"`
+	Name         string `yaml:"name"`
+	Description  string `yaml:"description"`
+	SystemPrompt string `yaml:"system_prompt"`
+	Model        string `yaml:"model"`
 	// Tools names tools declared in the agent file; absent inherits all,
 	// an empty list gives none.
-	Tools       *[]string                `yaml:"tools"`
-	Skills      []string                 `yaml:"skills"`
-	InterruptOn *map[string]InterruptDecl `yaml:"interrupt_on"`
-	Permissions *[]PermissionDecl        `yaml:"permissions"`
-	Middleware  []MiddlewareDecl         `yaml:"middleware"`
-	ResponseFormat *ResponseFormatDecl   `yaml:"response_format"`
-	GraphID     string                   `yaml:"graph_id"`
-	URL         string                   `yaml:"url"`
-	Headers     map[string]string        `yaml:"headers"`
+	Tools          *[]string                 `yaml:"tools"`
+	Skills         []string                  `yaml:"skills"`
+	InterruptOn    *map[string]InterruptDecl `yaml:"interrupt_on"`
+	Permissions    *[]PermissionDecl         `yaml:"permissions"`
+	Middleware     []MiddlewareDecl          `yaml:"middleware"`
+	ResponseFormat *ResponseFormatDecl       `yaml:"response_format"`
+	GraphID        string                    `yaml:"graph_id"`
+	URL            string                    `yaml:"url"`
+	Headers        map[string]string         `yaml:"headers"`
 }
 
 // InterruptDecl is `true`, `false`, or {allowed_decisions, description}.
@@ -401,5 +399,3 @@ func (af *AgentFile) resolvePath(p string) string {
 	}
 	return filepath.Join(af.dir(), p)
 }
-
-var _ = agent.DefaultRecursionLimit

@@ -170,15 +170,75 @@ func (as *Assembly) JSON() ([]byte, error) {
 func (as *Assembly) Text() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "model: %s\n", as.Model)
-	sb.WriteString("profile:")
-	prof, _ := json.MarshalIndent(as.Profile, "  ", "  ")
-	if string(prof) == "{}" {
-		sb.WriteString(" (none)\n")
-	} else {
-		sb.WriteString("\n  " + string(prof) + "\n")
-	}
+	sb.WriteString(profileText(as.Profile))
 	for _, s := range as.Stacks {
 		sb.WriteString(s.Text())
+	}
+	return sb.String()
+}
+
+// profileText renders the resolved profile readably: prompts as indented
+// blocks, lists and maps one entry per line, unset fields omitted.
+func profileText(d profile.Description) string {
+	var sb strings.Builder
+	sb.WriteString("profile:")
+	empty := true
+	field := func(name string) {
+		if empty {
+			sb.WriteString("\n")
+			empty = false
+		}
+		sb.WriteString("  " + name + ":")
+	}
+	text := func(name string, v *string) {
+		if v == nil {
+			return
+		}
+		field(name)
+		if *v == "" {
+			sb.WriteString(" \"\"\n")
+			return
+		}
+		sb.WriteString("\n" + indentBlock(*v, "    "))
+	}
+	list := func(name string, v []string) {
+		if len(v) == 0 {
+			return
+		}
+		field(name)
+		sb.WriteString("\n")
+		for _, x := range v {
+			sb.WriteString("    - " + x + "\n")
+		}
+	}
+	text("base_system_prompt", d.BaseSystemPrompt)
+	text("system_prompt_suffix", d.SystemPromptSuffix)
+	if len(d.ToolDescriptionOverrides) > 0 {
+		field("tool_description_overrides")
+		sb.WriteString("\n")
+		for _, k := range sortedKeys(d.ToolDescriptionOverrides) {
+			sb.WriteString("    " + k + ":\n" + indentBlock(d.ToolDescriptionOverrides[k], "      "))
+		}
+	}
+	list("excluded_tools", d.ExcludedTools)
+	list("excluded_middleware", d.ExcludedMiddleware)
+	list("excluded_middleware_types", d.ExcludedMiddlewareTypes)
+	list("extra_middleware", d.ExtraMiddleware)
+	if gp := d.GeneralPurposeSubagent; gp != nil {
+		field("general_purpose_subagent")
+		sb.WriteString("\n")
+		if gp.Enabled != nil {
+			fmt.Fprintf(&sb, "    enabled: %v\n", *gp.Enabled)
+		}
+		if gp.Description != nil {
+			sb.WriteString("    description:\n" + indentBlock(*gp.Description, "      "))
+		}
+		if gp.SystemPrompt != nil {
+			sb.WriteString("    system_prompt:\n" + indentBlock(*gp.SystemPrompt, "      "))
+		}
+	}
+	if empty {
+		sb.WriteString(" (none)\n")
 	}
 	return sb.String()
 }

@@ -99,9 +99,9 @@ func builtinNames() []string {
 // {fraction|tokens|messages}.
 func summarizationOptions(o map[string]any) (middleware.SummarizationOptions, error) {
 	var raw struct {
-		Trigger       json.RawMessage      `json:"trigger"`
+		Trigger       json.RawMessage       `json:"trigger"`
 		Keep          *middleware.Threshold `json:"keep"`
-		SummaryPrompt string               `json:"summary_prompt"`
+		SummaryPrompt string                `json:"summary_prompt"`
 	}
 	if err := decodeOptions(o, &raw); err != nil {
 		return middleware.SummarizationOptions{}, err

@@ -283,4 +283,3 @@ func textBlocks(s string) []llm.Block {
 	}
 	return []llm.Block{llm.TextBlock(s)}
 }
-
