@@ -1,0 +1,401 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/internal/yamlx"
+)
+
+// AgentFile is the YAML form of Config used by dageval commands and suites.
+type AgentFile struct {
+	// Path is the file the agent came from; relative paths inside it
+	// (profile files, filesystem roots) are resolved against its directory.
+	Path string `yaml:"-"`
+
+	Name           string                   `yaml:"name"`
+	Model          string                   `yaml:"model"`
+	SystemPrompt   SystemPrompt             `yaml:"system_prompt"`
+	Tools          []ToolDecl               `yaml:"tools"`
+	SubAgents      []SubAgentDecl           `yaml:"subagents"`
+	Skills         *[]string                `yaml:"skills"`
+	Memory         *[]string                `yaml:"memory"`
+	Files          map[string]string        `yaml:"files"`
+	Backend        *BackendDecl             `yaml:"backend"`
+	InterruptOn    map[string]InterruptDecl `yaml:"interrupt_on"`
+	Permissions    []PermissionDecl         `yaml:"permissions"`
+	Middleware     []MiddlewareDecl         `yaml:"middleware"`
+	Profile        *ProfileRef              `yaml:"profile"`
+	ResponseFormat *ResponseFormatDecl      `yaml:"response_format"`
+	// Providers are named OpenAI-compatible endpoints for model specs such
+	// as "local:model-a"; the model resolver reads them.
+	Providers map[string]ProviderDecl `yaml:"providers"`
+}
+
+// SystemPrompt is a string or a list of content blocks.
+type SystemPrompt struct {
+	Text   string
+	Blocks []llm.Block
+}
+
+// UnmarshalYAML accepts a string or a list of {type: text, text, cache_control}.
+func (p *SystemPrompt) UnmarshalYAML(n ast.Node) error {
+	switch x := n.(type) {
+	case *ast.NullNode:
+		return nil
+	case *ast.StringNode:
+		p.Text = x.Value
+		return nil
+	case *ast.LiteralNode:
+		p.Text = x.Value.Value
+		return nil
+	case *ast.SequenceNode:
+		for _, item := range x.Values {
+			var b struct {
+				Type         string            `yaml:"type"`
+				Text         string            `yaml:"text"`
+				CacheControl *llm.CacheControl `yaml:"cache_control"`
+			}
+			if err := decodeStrict(item, &b); err != nil {
+				return err
+			}
+			if b.Type != "" && b.Type != "text" {
+				return yamlx.NodeError(item, "system prompt blocks must be text blocks, got type %q", b.Type)
+			}
+			p.Blocks = append(p.Blocks, llm.Block{Type: llm.BlockText, Text: b.Text, CacheControl: b.CacheControl})
+		}
+		return nil
+	}
+	return yamlx.NodeError(n, "system_prompt must be a string or a list of text blocks")
+}
+
+// ToolDecl declares a tool the model can see. How it behaves at run time is
+// decided by whoever runs the agent (a mock or a command in an eval suite, a
+// Go function registered by name).
+type ToolDecl struct {
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Parameters  map[string]any `yaml:"parameters"`
+}
+
+// SubAgentDecl is a declarative subagent, or an async one (graph_id, url).
+type SubAgentDecl struct {
+	Name         string `yaml:"name"`
+	Description  string `yaml:"description"`
+	SystemPrompt string `yaml:"system_prompt"`
+	Model        string `yaml:"model"`
+	// Tools names tools declared in the agent file; absent inherits all,
+	// an empty list gives none.
+	Tools          *[]string                 `yaml:"tools"`
+	Skills         []string                  `yaml:"skills"`
+	InterruptOn    *map[string]InterruptDecl `yaml:"interrupt_on"`
+	Permissions    *[]PermissionDecl         `yaml:"permissions"`
+	Middleware     []MiddlewareDecl          `yaml:"middleware"`
+	ResponseFormat *ResponseFormatDecl       `yaml:"response_format"`
+	GraphID        string                    `yaml:"graph_id"`
+	URL            string                    `yaml:"url"`
+	Headers        map[string]string         `yaml:"headers"`
+}
+
+// InterruptDecl is `true`, `false`, or {allowed_decisions, description}.
+type InterruptDecl struct {
+	Enabled          bool
+	AllowedDecisions []middleware.DecisionType
+	Description      string
+}
+
+// UnmarshalYAML accepts a boolean or a mapping.
+func (d *InterruptDecl) UnmarshalYAML(n ast.Node) error {
+	if b, ok := n.(*ast.BoolNode); ok {
+		d.Enabled = b.Value
+		return nil
+	}
+	var m struct {
+		AllowedDecisions []string `yaml:"allowed_decisions"`
+		Description      string   `yaml:"description"`
+	}
+	if _, ok := n.(*ast.MappingNode); !ok {
+		if _, ok := n.(*ast.MappingValueNode); !ok {
+			return yamlx.NodeError(n, "interrupt_on entries are true, false or {allowed_decisions, description}")
+		}
+	}
+	if err := decodeStrict(n, &m); err != nil {
+		return err
+	}
+	d.Enabled = true
+	d.Description = m.Description
+	for _, s := range m.AllowedDecisions {
+		dt := middleware.DecisionType(s)
+		if !slices.Contains(middleware.AllDecisions, dt) {
+			return yamlx.NodeError(n, "unknown decision %q (want approve, edit, reject or respond)", s)
+		}
+		d.AllowedDecisions = append(d.AllowedDecisions, dt)
+	}
+	return nil
+}
+
+// PermissionDecl is one filesystem permission rule.
+type PermissionDecl struct {
+	Operations []string `yaml:"operations"`
+	Paths      []string `yaml:"paths"`
+	Mode       string   `yaml:"mode"`
+}
+
+// MiddlewareDecl adds a built-in middleware by name, with options.
+type MiddlewareDecl struct {
+	Name    string         `yaml:"name"`
+	Options map[string]any `yaml:"options"`
+}
+
+// ProfileRef is a profile file path or an inline profile.
+type ProfileRef struct {
+	File   string
+	Inline *profile.Config
+	node   ast.Node
+}
+
+// UnmarshalYAML accepts a path string or an inline profile mapping.
+func (r *ProfileRef) UnmarshalYAML(n ast.Node) error {
+	if s, ok := n.(*ast.StringNode); ok {
+		r.File = s.Value
+		return nil
+	}
+	r.node = n
+	c, err := profile.DecodeConfigNode("", n)
+	if err != nil {
+		return err
+	}
+	r.Inline = c
+	return nil
+}
+
+// ResponseFormatDecl asks for a structured answer.
+type ResponseFormatDecl struct {
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Schema      map[string]any `yaml:"schema"`
+	Strategy    string         `yaml:"strategy"`
+}
+
+// BackendDecl chooses where the agent's files live.
+type BackendDecl struct {
+	Kind string `yaml:"kind"` // state | store | filesystem | localshell | composite
+	// Root is the directory of a filesystem or localshell backend, relative
+	// to the agent file.
+	Root string `yaml:"root"`
+	// HostPaths switches a filesystem backend out of virtual mode.
+	HostPaths bool `yaml:"host_paths"`
+	// Timeout and MaxOutputBytes configure localshell commands.
+	Timeout        string `yaml:"timeout"`
+	MaxOutputBytes int    `yaml:"max_output_bytes"`
+	// Database is the SQLite file of a store backend ("" keeps it in memory).
+	Database  string   `yaml:"database"`
+	Namespace []string `yaml:"namespace"`
+	// Default and Routes make a composite backend.
+	Default       *BackendDecl           `yaml:"default"`
+	Routes        map[string]BackendDecl `yaml:"routes"`
+	ArtifactsRoot string                 `yaml:"artifacts_root"`
+}
+
+// ProviderDecl is a named model endpoint (see harness/provider).
+type ProviderDecl struct {
+	Kind      string            `yaml:"kind"`
+	BaseURL   string            `yaml:"base_url"`
+	APIKeyEnv string            `yaml:"api_key_env"`
+	Headers   map[string]string `yaml:"headers"`
+}
+
+func decodeStrict(n ast.Node, v any) error {
+	d := &yamlx.Doc{Root: n}
+	return d.DecodeNode(n, v)
+}
+
+// LoadAgentFile reads and validates an agent file.
+func LoadAgentFile(path string) (*AgentFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agent file: %w", err)
+	}
+	return ParseAgentFile(path, data)
+}
+
+// ParseAgentFile parses an agent file's bytes; path names it in errors and
+// anchors its relative paths.
+func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
+	doc, err := yamlx.Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeAgentFile(doc, "")
+}
+
+// DecodeAgentFile decodes the agent at key (the whole document when key is
+// "") of a parsed YAML file, e.g. an inline `agent:` in a suite.
+func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
+	af := &AgentFile{Path: doc.File}
+	if err := doc.DecodeNode(doc.Node(key), af); err != nil {
+		return nil, err
+	}
+	at := func(sub string) string {
+		if key == "" {
+			return sub
+		}
+		return key + "." + sub
+	}
+	if af.Model != "" {
+		if _, err := llm.ParseSpec(af.Model); err != nil {
+			return nil, doc.Errorf(at("model"), "%v", err)
+		}
+	}
+	declared := map[string]bool{}
+	for i, t := range af.Tools {
+		if t.Name == "" {
+			return nil, doc.Errorf(at(fmt.Sprintf("tools[%d].name", i)), "a tool needs a name")
+		}
+		if declared[t.Name] {
+			return nil, doc.Errorf(at(fmt.Sprintf("tools[%d].name", i)), "tool %q is declared twice", t.Name)
+		}
+		declared[t.Name] = true
+		if t.Parameters != nil {
+			raw, _ := json.Marshal(t.Parameters)
+			if _, err := toolSchema(raw); err != nil {
+				return nil, doc.Errorf(at(fmt.Sprintf("tools[%d].parameters", i)), "%v", err)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i, s := range af.SubAgents {
+		p := at(fmt.Sprintf("subagents[%d]", i))
+		if s.Name == "" {
+			return nil, doc.Errorf(p, "a subagent needs a name")
+		}
+		if seen[s.Name] {
+			return nil, doc.Errorf(p+".name", "subagent %q is declared twice", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Description == "" {
+			return nil, doc.Errorf(p, "subagent %q needs a description (the model chooses subagents by it)", s.Name)
+		}
+		if s.GraphID == "" && s.SystemPrompt == "" {
+			return nil, doc.Errorf(p, "subagent %q needs a system_prompt (or a graph_id for an async subagent)", s.Name)
+		}
+		if s.Model != "" {
+			if _, err := llm.ParseSpec(s.Model); err != nil {
+				return nil, doc.Errorf(p+".model", "%v", err)
+			}
+		}
+		if s.Tools != nil {
+			for j, n := range *s.Tools {
+				if !declared[n] {
+					return nil, doc.Errorf(fmt.Sprintf("%s.tools[%d]", p, j), "tool %q is not declared in the agent's tools", n)
+				}
+			}
+		}
+	}
+	for i, m := range af.Middleware {
+		if _, ok := builtinMiddleware[m.Name]; !ok {
+			return nil, doc.Errorf(at(fmt.Sprintf("middleware[%d].name", i)), "unknown middleware %q (known: %s)", m.Name, strings.Join(builtinNames(), ", "))
+		}
+	}
+	if af.Backend != nil {
+		if err := af.Backend.validate(doc, at("backend")); err != nil {
+			return nil, err
+		}
+	}
+	if af.ResponseFormat != nil {
+		if af.ResponseFormat.Schema == nil {
+			return nil, doc.Errorf(at("response_format"), "response_format needs a schema")
+		}
+		switch af.ResponseFormat.Strategy {
+		case "", "tool", "provider":
+		default:
+			return nil, doc.Errorf(at("response_format.strategy"), "strategy must be tool or provider, got %q", af.ResponseFormat.Strategy)
+		}
+	}
+	for i, p := range af.Permissions {
+		if err := checkPermission(p); err != nil {
+			return nil, doc.Errorf(at(fmt.Sprintf("permissions[%d]", i)), "%v", err)
+		}
+	}
+	for name, pd := range af.Providers {
+		if pd.Kind != "" && pd.Kind != "openai-compatible" && pd.Kind != "anthropic" && pd.Kind != "openai" {
+			return nil, doc.Errorf(at("providers."+name+".kind"), "unknown provider kind %q (want openai-compatible, openai or anthropic)", pd.Kind)
+		}
+		if pd.BaseURL == "" && pd.Kind == "openai-compatible" {
+			return nil, doc.Errorf(at("providers."+name), "provider %q needs a base_url", name)
+		}
+	}
+	if af.Profile != nil && af.Profile.Inline != nil {
+		if err := af.Profile.Inline.Validate(); err != nil {
+			return nil, doc.Errorf(at("profile"), "%v", err)
+		}
+	}
+	return af, nil
+}
+
+func (b *BackendDecl) validate(doc *yamlx.Doc, path string) error {
+	switch b.Kind {
+	case "", "state", "store":
+	case "filesystem", "localshell":
+		if b.Timeout != "" {
+			if _, err := time.ParseDuration(b.Timeout); err != nil {
+				return doc.Errorf(path+".timeout", "not a duration: %q (e.g. 30s)", b.Timeout)
+			}
+		}
+	case "composite":
+		if b.Default == nil {
+			return doc.Errorf(path, "a composite backend needs a default backend")
+		}
+		if err := b.Default.validate(doc, path+".default"); err != nil {
+			return err
+		}
+		for _, prefix := range sortedKeys(b.Routes) {
+			r := b.Routes[prefix]
+			if !strings.HasPrefix(prefix, "/") {
+				return doc.Errorf(path+".routes."+prefix, "route prefixes start with /")
+			}
+			if r.Kind == "composite" {
+				return doc.Errorf(path+".routes."+prefix, "routes cannot be composite backends")
+			}
+			if err := r.validate(doc, path+".routes."+prefix); err != nil {
+				return err
+			}
+		}
+	default:
+		return doc.Errorf(path+".kind", "unknown backend kind %q (want state, store, filesystem, localshell or composite)", b.Kind)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (af *AgentFile) dir() string {
+	if af.Path == "" {
+		return "."
+	}
+	return filepath.Dir(af.Path)
+}
+
+func (af *AgentFile) resolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(af.dir(), p)
+}

@@ -1,0 +1,299 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/tool"
+)
+
+// ToolBinder gives a declared tool its behaviour at run time.
+type ToolBinder func(decl ToolDecl) (tool.Tool, error)
+
+// AgentOptions tune how an agent file becomes a Config.
+type AgentOptions struct {
+	// Bind gives declared tools their behaviour; nil declares them only
+	// (calling one reports that it has no implementation here).
+	Bind ToolBinder
+	// Model overrides the file's model spec.
+	Model string
+	// Profiles are merged over the file's own profile, in order.
+	Profiles []*profile.HarnessProfile
+	// Middleware are extra caller middleware (e.g. the rubric grader).
+	Middleware []agent.Middleware
+	// Checkpointer persists threads.
+	Checkpointer agent.Checkpointer
+	// ResolveModel resolves model specs (see Config.ResolveModel).
+	ResolveModel func(spec string) (llm.ChatModel, error)
+	// Registry is the profile registry (profile.Default() when nil).
+	Registry *profile.Registry
+}
+
+// Config turns the agent file into an assembly Config.
+func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
+	cfg := Config{
+		Name:         af.Name,
+		ModelSpec:    af.Model,
+		SystemPrompt: af.SystemPrompt.Text,
+		SystemBlocks: af.SystemPrompt.Blocks,
+		Checkpointer: opts.Checkpointer,
+		ResolveModel: opts.ResolveModel,
+		Profiles:     opts.Registry,
+	}
+	if opts.Model != "" {
+		cfg.ModelSpec = opts.Model
+	}
+	bind := opts.Bind
+	if bind == nil {
+		bind = declaredOnly
+	}
+	byName := map[string]tool.Tool{}
+	for _, d := range af.Tools {
+		t, err := bind(d)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: tool %s: %w", af.Path, d.Name, err)
+		}
+		cfg.Tools = append(cfg.Tools, t)
+		byName[d.Name] = t
+	}
+	if af.Skills != nil {
+		cfg.Skills = append([]string{}, *af.Skills...)
+	}
+	if af.Memory != nil {
+		cfg.Memory = append([]string{}, *af.Memory...)
+	}
+	cfg.InterruptOn = interruptOn(af.InterruptOn)
+	cfg.Permissions = permissions(af.Permissions)
+	for _, md := range af.Middleware {
+		m, err := builtinMiddleware[md.Name](md.Options)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: middleware %s: %w", af.Path, md.Name, err)
+		}
+		cfg.Middleware = append(cfg.Middleware, m)
+	}
+	cfg.Middleware = append(cfg.Middleware, opts.Middleware...)
+	for _, sd := range af.SubAgents {
+		spec := SubAgentSpec{
+			Name: sd.Name, Description: sd.Description, SystemPrompt: sd.SystemPrompt,
+			ModelSpec: sd.Model, Skills: sd.Skills, GraphID: sd.GraphID, URL: sd.URL, Headers: sd.Headers,
+		}
+		if sd.Tools != nil {
+			spec.Tools = []tool.Tool{}
+			for _, n := range *sd.Tools {
+				spec.Tools = append(spec.Tools, byName[n])
+			}
+		}
+		if sd.InterruptOn != nil {
+			spec.InterruptOn = interruptOn(*sd.InterruptOn)
+			if spec.InterruptOn == nil {
+				spec.InterruptOn = middleware.InterruptOn{}
+			}
+		}
+		if sd.Permissions != nil {
+			spec.Permissions = permissions(*sd.Permissions)
+			if spec.Permissions == nil {
+				spec.Permissions = []middleware.Permission{}
+			}
+		}
+		for _, md := range sd.Middleware {
+			f, ok := builtinMiddleware[md.Name]
+			if !ok {
+				return Config{}, fmt.Errorf("%s: subagent %s: unknown middleware %q", af.Path, sd.Name, md.Name)
+			}
+			m, err := f(md.Options)
+			if err != nil {
+				return Config{}, fmt.Errorf("%s: subagent %s: middleware %s: %w", af.Path, sd.Name, md.Name, err)
+			}
+			spec.Middleware = append(spec.Middleware, m)
+		}
+		if sd.ResponseFormat != nil {
+			rf, err := sd.ResponseFormat.format()
+			if err != nil {
+				return Config{}, fmt.Errorf("%s: subagent %s: %w", af.Path, sd.Name, err)
+			}
+			spec.ResponseFormat = rf
+		}
+		cfg.SubAgents = append(cfg.SubAgents, spec)
+	}
+	if af.ResponseFormat != nil {
+		rf, err := af.ResponseFormat.format()
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: response_format: %w", af.Path, err)
+		}
+		cfg.ResponseFormat = rf
+	}
+	b, err := af.backend()
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Backend = b
+	prof, err := af.profile()
+	if err != nil {
+		return Config{}, err
+	}
+	for _, p := range opts.Profiles {
+		prof = profile.MergeHarness(prof, p)
+	}
+	cfg.Profile = prof
+	return cfg, nil
+}
+
+// SeedFiles returns the agent file's `files` as agent state files.
+func (af *AgentFile) SeedFiles() map[string]agent.FileData {
+	if len(af.Files) == 0 {
+		return nil
+	}
+	out := make(map[string]agent.FileData, len(af.Files))
+	for p, c := range af.Files {
+		out[p] = agent.FileData{Content: c, Encoding: backend.EncodingUTF8}
+	}
+	return out
+}
+
+func (af *AgentFile) profile() (*profile.HarnessProfile, error) {
+	if af.Profile == nil {
+		return nil, nil
+	}
+	c := af.Profile.Inline
+	if af.Profile.File != "" {
+		loaded, err := profile.LoadConfigFile(af.resolvePath(af.Profile.File))
+		if err != nil {
+			return nil, err
+		}
+		c = loaded
+	}
+	p, err := c.HarnessProfile()
+	if err != nil {
+		return nil, fmt.Errorf("%s: profile: %w", af.Path, err)
+	}
+	return p, nil
+}
+
+func interruptOn(m map[string]InterruptDecl) middleware.InterruptOn {
+	if len(m) == 0 {
+		return nil
+	}
+	out := middleware.InterruptOn{}
+	for name, d := range m {
+		if !d.Enabled {
+			out[name] = nil
+			continue
+		}
+		out[name] = &middleware.InterruptOnConfig{AllowedDecisions: slices.Clone(d.AllowedDecisions), Description: d.Description}
+	}
+	return out
+}
+
+func permissions(ds []PermissionDecl) []middleware.Permission {
+	var out []middleware.Permission
+	for _, d := range ds {
+		p := middleware.Permission{Paths: slices.Clone(d.Paths), Mode: middleware.PermissionMode(d.Mode)}
+		for _, op := range d.Operations {
+			p.Operations = append(p.Operations, middleware.Operation(op))
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func checkPermission(d PermissionDecl) error {
+	_, err := middleware.CompilePermissions(permissions([]PermissionDecl{d}))
+	return err
+}
+
+func (d *ResponseFormatDecl) format() (*agent.ResponseFormat, error) {
+	raw, err := json.Marshal(d.Schema)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := toolSchema(raw); err != nil {
+		return nil, err
+	}
+	return &agent.ResponseFormat{Name: d.Name, Description: d.Description, Schema: raw, Strategy: agent.Strategy(d.Strategy)}, nil
+}
+
+func toolSchema(raw json.RawMessage) (*tool.Schema, error) { return tool.ParseSchema(raw) }
+
+// declaredOnly is the behaviour of a declared tool when nothing binds it.
+func declaredOnly(d ToolDecl) (tool.Tool, error) {
+	params := json.RawMessage(`{"type":"object","properties":{}}`)
+	if d.Parameters != nil {
+		raw, err := json.Marshal(d.Parameters)
+		if err != nil {
+			return nil, err
+		}
+		params = raw
+	}
+	return tool.Validated(&tool.Func{
+		ToolSpec: llm.ToolSpec{Name: d.Name, Description: d.Description, Parameters: params},
+		Fn: func(context.Context, json.RawMessage) (tool.Result, error) {
+			return tool.Result{}, fmt.Errorf("tool %s is declared in the agent file but has no implementation here", d.Name)
+		},
+	})
+}
+
+func (af *AgentFile) backend() (backend.Backend, error) {
+	if af.Backend == nil {
+		return nil, nil
+	}
+	return af.buildBackend(af.Backend)
+}
+
+func (af *AgentFile) buildBackend(d *BackendDecl) (backend.Backend, error) {
+	switch d.Kind {
+	case "", "state":
+		return backend.NewState(), nil
+	case "store":
+		var kv backend.KVStore
+		if d.Database != "" {
+			db, err := backend.OpenSQLiteKVStore(af.resolvePath(d.Database))
+			if err != nil {
+				return nil, err
+			}
+			kv = db
+		} else {
+			kv = backend.NewMemoryKVStore()
+		}
+		var ns backend.NamespaceFunc
+		if len(d.Namespace) > 0 {
+			ns = backend.StaticNamespace(d.Namespace...)
+		}
+		return backend.NewStore(kv, ns), nil
+	case "filesystem":
+		return backend.NewFilesystem(af.resolvePath(d.Root), backend.FilesystemOptions{HostPaths: d.HostPaths})
+	case "localshell":
+		opts := backend.LocalShellOptions{Filesystem: backend.FilesystemOptions{HostPaths: d.HostPaths}, MaxOutputBytes: d.MaxOutputBytes}
+		if d.Timeout != "" {
+			t, err := time.ParseDuration(d.Timeout)
+			if err != nil {
+				return nil, err
+			}
+			opts.Timeout = t
+		}
+		return backend.NewLocalShell(af.resolvePath(d.Root), opts)
+	case "composite":
+		def, err := af.buildBackend(d.Default)
+		if err != nil {
+			return nil, err
+		}
+		var routes []backend.Route
+		for _, prefix := range sortedKeys(d.Routes) {
+			r := d.Routes[prefix]
+			b, err := af.buildBackend(&r)
+			if err != nil {
+				return nil, fmt.Errorf("route %s: %w", prefix, err)
+			}
+			routes = append(routes, backend.Route{Prefix: prefix, Backend: b})
+		}
+		return backend.NewComposite(def, routes, backend.CompositeOptions{ArtifactsRoot: d.ArtifactsRoot})
+	}
+	return nil, fmt.Errorf("unknown backend kind %q", d.Kind)
+}

@@ -1,0 +1,346 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/profile"
+)
+
+// Assembly is the canonical description of an assembled deep agent: for
+// each stack (main, then each subagent in order) its middleware, the tools
+// and the system prompt exactly as the model sees them on the first call;
+// plus the model and the resolved profile. Same inputs, same bytes.
+type Assembly struct {
+	Model   string              `json:"model"`
+	Profile profile.Description `json:"profile"`
+	Stacks  []Stack             `json:"stacks"`
+}
+
+// Stack describes one agent of the assembly.
+type Stack struct {
+	// Name is "main" or "subagent:<name>".
+	Name string `json:"name"`
+	// Kind is main, general-purpose, declarative, compiled or async.
+	Kind         string     `json:"kind"`
+	Middleware   []string   `json:"middleware"`
+	Tools        []ToolSpec `json:"tools"`
+	SystemPrompt string     `json:"system_prompt"`
+	// Note explains what could not be described (compiled agents built
+	// elsewhere, async subagents that run remotely).
+	Note string `json:"note,omitempty"`
+}
+
+// ToolSpec is a tool as the model sees it.
+type ToolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// DescribeOptions tune how the first call is captured.
+type DescribeOptions struct {
+	// Files are seeded into the agent's state before the first call, for
+	// middleware that read files before it (skills, memory).
+	Files map[string]agent.FileData
+}
+
+// captureTime stamps anything the first call writes, so descriptions never
+// depend on the clock.
+var captureTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Describe captures the first model request of every stack and returns the
+// Assembly. The real model is never called: a stand-in with the same identity
+// records the request and answers at once.
+func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, error) {
+	out := &Assembly{Model: a.modelName(), Profile: a.prof.Describe()}
+	for _, st := range a.stacks {
+		s := Stack{Name: "subagent:" + st.name, Kind: st.kind, Middleware: []string{}, Tools: []ToolSpec{}}
+		if st.kind == "main" {
+			s.Name = "main"
+		}
+		switch {
+		case st.agent != nil:
+			req, err := firstRequest(ctx, st.agent, opts)
+			if err != nil {
+				return nil, fmt.Errorf("harness: describe %s: %w", s.Name, err)
+			}
+			s.Middleware = st.agent.Middleware()
+			for _, t := range req.Tools {
+				s.Tools = append(s.Tools, ToolSpec{Name: t.Name, Description: t.Description, Parameters: canonical(t.Parameters)})
+			}
+			s.SystemPrompt = req.SystemText()
+		case st.kind == "async":
+			s.Note = "runs remotely (" + st.desc + "); no local stack"
+		default:
+			s.Note = "compiled elsewhere; its stack is not visible to the assembly"
+		}
+		out.Stacks = append(out.Stacks, s)
+	}
+	return out, nil
+}
+
+func (a *Agent) modelName() string {
+	if a.spec != "" {
+		return a.spec
+	}
+	if id, ok := llm.IdentityOf(a.model); ok {
+		return id.String()
+	}
+	return fmt.Sprintf("%T", a.model)
+}
+
+// captureModel records the first request and ends the run.
+type captureModel struct {
+	id   llm.Identity
+	has  bool
+	mu   sync.Mutex
+	reqs []llm.Request
+}
+
+func (c *captureModel) Identity() llm.Identity { return c.id }
+
+func (c *captureModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := *req
+	r.Tools = append([]llm.ToolSpec(nil), req.Tools...)
+	r.System = append([]llm.Block(nil), req.System...)
+	c.reqs = append(c.reqs, r)
+	return &llm.Response{Message: llm.Assistant("ok"), StopReason: llm.StopEndTurn}, nil
+}
+
+func firstRequest(ctx context.Context, a *agent.Agent, opts DescribeOptions) (*llm.Request, error) {
+	cfg := a.Config()
+	capture := &captureModel{}
+	capture.id, capture.has = llm.IdentityOf(cfg.Model)
+	cfg.Model = capture
+	cfg.Checkpointer = nil
+	probe, err := agent.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in := agent.Input{Messages: []llm.Message{llm.User("hi")}, Files: opts.Files}
+	if _, err := probe.Invoke(ctx, in, agent.WithClock(func() time.Time { return captureTime })); err != nil {
+		return nil, err
+	}
+	if len(capture.reqs) == 0 {
+		return nil, errors.New("the agent finished without calling its model")
+	}
+	return &capture.reqs[0], nil
+}
+
+func canonical(raw json.RawMessage) json.RawMessage {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// JSON renders the assembly as indented JSON with sorted object keys inside
+// tool schemas.
+func (as *Assembly) JSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(as); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Text renders the assembly for people and for diffs: one section per
+// stack, every prompt and description in full.
+func (as *Assembly) Text() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "model: %s\n", as.Model)
+	sb.WriteString(profileText(as.Profile))
+	for _, s := range as.Stacks {
+		sb.WriteString(s.Text())
+	}
+	return sb.String()
+}
+
+// profileText renders the resolved profile readably: prompts as indented
+// blocks, lists and maps one entry per line, unset fields omitted.
+func profileText(d profile.Description) string {
+	var sb strings.Builder
+	sb.WriteString("profile:")
+	empty := true
+	field := func(name string) {
+		if empty {
+			sb.WriteString("\n")
+			empty = false
+		}
+		sb.WriteString("  " + name + ":")
+	}
+	text := func(name string, v *string) {
+		if v == nil {
+			return
+		}
+		field(name)
+		if *v == "" {
+			sb.WriteString(" \"\"\n")
+			return
+		}
+		sb.WriteString("\n" + indentBlock(*v, "    "))
+	}
+	list := func(name string, v []string) {
+		if len(v) == 0 {
+			return
+		}
+		field(name)
+		sb.WriteString("\n")
+		for _, x := range v {
+			sb.WriteString("    - " + x + "\n")
+		}
+	}
+	text("base_system_prompt", d.BaseSystemPrompt)
+	text("system_prompt_suffix", d.SystemPromptSuffix)
+	if len(d.ToolDescriptionOverrides) > 0 {
+		field("tool_description_overrides")
+		sb.WriteString("\n")
+		for _, k := range sortedKeys(d.ToolDescriptionOverrides) {
+			sb.WriteString("    " + k + ":\n" + indentBlock(d.ToolDescriptionOverrides[k], "      "))
+		}
+	}
+	list("excluded_tools", d.ExcludedTools)
+	list("excluded_middleware", d.ExcludedMiddleware)
+	list("excluded_middleware_types", d.ExcludedMiddlewareTypes)
+	list("extra_middleware", d.ExtraMiddleware)
+	if gp := d.GeneralPurposeSubagent; gp != nil {
+		field("general_purpose_subagent")
+		sb.WriteString("\n")
+		if gp.Enabled != nil {
+			fmt.Fprintf(&sb, "    enabled: %v\n", *gp.Enabled)
+		}
+		if gp.Description != nil {
+			sb.WriteString("    description:\n" + indentBlock(*gp.Description, "      "))
+		}
+		if gp.SystemPrompt != nil {
+			sb.WriteString("    system_prompt:\n" + indentBlock(*gp.SystemPrompt, "      "))
+		}
+	}
+	if empty {
+		sb.WriteString(" (none)\n")
+	}
+	return sb.String()
+}
+
+// Text renders one stack.
+func (s Stack) Text() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "\n== %s (%s) ==\n", s.Name, s.Kind)
+	if s.Note != "" {
+		fmt.Fprintf(&sb, "note: %s\n", s.Note)
+	}
+	if len(s.Middleware) > 0 {
+		sb.WriteString("middleware:\n")
+		for i, m := range s.Middleware {
+			fmt.Fprintf(&sb, "  %d. %s\n", i+1, m)
+		}
+	}
+	if len(s.Tools) > 0 {
+		sb.WriteString("tools:\n")
+		for _, t := range s.Tools {
+			fmt.Fprintf(&sb, "  - %s\n", t.Name)
+		}
+		for _, t := range s.Tools {
+			fmt.Fprintf(&sb, "tool %s:\n", t.Name)
+			fmt.Fprintf(&sb, "  description:\n%s", indentBlock(t.Description, "    "))
+			params, _ := indentJSON(t.Parameters)
+			fmt.Fprintf(&sb, "  parameters:\n%s", indentBlock(params, "    "))
+		}
+	}
+	if s.Note == "" {
+		sb.WriteString("system prompt:\n")
+		if s.SystemPrompt == "" {
+			sb.WriteString("  (empty)\n")
+		} else {
+			sb.WriteString(indentBlock(s.SystemPrompt, "  "))
+		}
+	}
+	return sb.String()
+}
+
+func indentJSON(raw json.RawMessage) (string, error) {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw), err
+	}
+	return buf.String(), nil
+}
+
+func indentBlock(s, prefix string) string {
+	if s == "" {
+		return prefix + "\n"
+	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	var sb strings.Builder
+	for _, l := range lines {
+		if l == "" {
+			sb.WriteString("\n")
+			continue
+		}
+		sb.WriteString(prefix + l + "\n")
+	}
+	return sb.String()
+}
+
+// Diff returns a unified diff of two assemblies, section by section (model
+// and profile, then each stack by name), and whether they differ.
+func Diff(base, head *Assembly) (string, bool) {
+	var sb strings.Builder
+	header := func(a *Assembly) string {
+		s := a.Text()
+		if i := strings.Index(s, "\n== "); i >= 0 {
+			return s[:i+1]
+		}
+		return s
+	}
+	sb.WriteString(udiff.Unified("base", "head", header(base), header(head)))
+	byName := func(a *Assembly) (map[string]Stack, []string) {
+		m := map[string]Stack{}
+		var order []string
+		for _, s := range a.Stacks {
+			m[s.Name] = s
+			order = append(order, s.Name)
+		}
+		return m, order
+	}
+	bm, border := byName(base)
+	hm, horder := byName(head)
+	seen := map[string]bool{}
+	for _, n := range append(border, horder...) {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		var a, b string
+		if s, ok := bm[n]; ok {
+			a = s.Text()
+		}
+		if s, ok := hm[n]; ok {
+			b = s.Text()
+		}
+		sb.WriteString(udiff.Unified("base/"+n, "head/"+n, a, b))
+	}
+	out := sb.String()
+	return out, out != ""
+}

@@ -1,0 +1,285 @@
+package harness
+
+import (
+	"fmt"
+
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/harness/profile"
+)
+
+// DefaultSubagentPrompt is the general-purpose subagent's prompt unless a
+// profile replaces it.
+const DefaultSubagentPrompt = `You are a subagent working on one task for another agent. Use your tools to do the work thoroughly. Only your final message goes back to the agent that called you, and it cannot ask you follow-up questions: put the complete result in that final message — findings, answers, file paths you wrote, and anything you could not do.`
+
+// DefaultGeneralPurposeDescription describes the general-purpose subagent in the task tool.
+const DefaultGeneralPurposeDescription = `General-purpose agent for research, multi-step tasks and searches through files or code. It has the same tools as you. Use it when a task would take many steps or fill your context with intermediate results you do not need to keep.`
+
+// declarative builds a declarative subagent's own stack and agent (§1.4).
+func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
+	model, modelSpec := spec.Model, spec.ModelSpec
+	if model == nil && modelSpec != "" {
+		m, err := b.resolveModel(modelSpec)
+		if err != nil {
+			return middleware.SubAgent{}, err
+		}
+		model = m
+	}
+	if model == nil {
+		// Like Deep Agents, the profile then comes from the parent model's
+		// identity, not from the parent's spec string.
+		model = b.model
+	}
+	prof, err := b.profileFor(model, modelSpec)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	perms := spec.Permissions
+	if perms == nil {
+		perms = b.cfg.Permissions
+	}
+	fs, err := newFilesystem(b.backend, prof, perms)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	summ, err := newSummarization(model, b.backend)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	mws := []agent.Middleware{fs, summ, newPatchToolCalls()}
+	if len(spec.Skills) > 0 {
+		sk, err := newSkills(b.backend, spec.Skills)
+		if err != nil {
+			return middleware.SubAgent{}, err
+		}
+		mws = append(mws, sk)
+	}
+	core := names(mws)
+	mws = append(mws, prof.MaterializeExtraMiddleware()...)
+	mws = append(mws, newPromptCaching())
+
+	matcher := prof.NewExclusionMatcher()
+	if mws, err = matcher.Filter(mws); err != nil {
+		return middleware.SubAgent{}, err
+	}
+	custom, err := buildDeferred(spec.Middleware, model, b.backend)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	mws = applyCustom(mws, custom, core)
+	if mws, err = matcher.Filter(mws); err != nil {
+		return middleware.SubAgent{}, err
+	}
+	if err := matcher.Verify(); err != nil {
+		return middleware.SubAgent{}, fmt.Errorf("its profile: %w", err)
+	}
+	if ex := prof.ExcludedTools(); len(ex) > 0 {
+		mws = append(mws, middleware.NewToolExclusion(ex...))
+	}
+	interrupts := spec.InterruptOn
+	if interrupts == nil {
+		interrupts = b.cfg.InterruptOn
+	}
+	permInterrupts, err := interruptsFromPermissions(perms)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	if merged := middleware.MergeInterruptOn(permInterrupts, interrupts); hasInterrupts(merged) {
+		h, err := newHITL(merged)
+		if err != nil {
+			return middleware.SubAgent{}, err
+		}
+		mws = append(mws, h)
+	}
+	tools := spec.Tools
+	if tools == nil {
+		tools = b.cfg.Tools
+	}
+	tools = overrideDescriptions(tools, prof)
+	prompt := prof.ApplyPrompt(spec.SystemPrompt)
+	build := func(format *agent.ResponseFormat) (*agent.Agent, error) {
+		return agent.New(agent.Config{
+			Name:           spec.Name,
+			Model:          model,
+			System:         textBlocks(prompt),
+			Tools:          tools,
+			Middleware:     mws,
+			ResponseFormat: format,
+			RecursionLimit: b.limit,
+		})
+	}
+	a, err := build(spec.ResponseFormat)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	b.stacks = append(b.stacks, stack{name: spec.Name, kind: "declarative", agent: a})
+	return middleware.SubAgent{
+		Name: spec.Name, Description: spec.Description, Runner: a,
+		WithResponseFormat: func(f *agent.ResponseFormat) (middleware.Runner, error) { return build(f) },
+	}, nil
+}
+
+// generalPurpose builds the general-purpose subagent from the main model,
+// profile, permissions and tools (§1.5).
+func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.SubAgent, error) {
+	fs, err := newFilesystem(b.backend, b.prof, b.cfg.Permissions)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	summ, err := newSummarization(b.model, b.backend)
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	mws := []agent.Middleware{fs, summ, newPatchToolCalls()}
+	if b.cfg.Skills != nil {
+		sk, err := newSkills(b.backend, b.cfg.Skills)
+		if err != nil {
+			return middleware.SubAgent{}, err
+		}
+		mws = append(mws, sk)
+	}
+	mws = append(mws, b.prof.MaterializeExtraMiddleware()...)
+	mws = append(mws, newPromptCaching())
+	original := names(mws)
+
+	if mws, err = matcher.Filter(mws); err != nil {
+		return middleware.SubAgent{}, err
+	}
+	// The caller's replacements of default middleware reach the
+	// general-purpose subagent too; main-only additions do not.
+	var inherit []agent.Middleware
+	for _, m := range b.cfg.Middleware {
+		for _, n := range original {
+			if m.Name() == n {
+				inherit = append(inherit, m)
+				break
+			}
+		}
+	}
+	mws = applyCustom(mws, inherit, nil)
+	if mws, err = matcher.Filter(mws); err != nil {
+		return middleware.SubAgent{}, err
+	}
+	if ex := b.prof.ExcludedTools(); len(ex) > 0 {
+		mws = append(mws, middleware.NewToolExclusion(ex...))
+	}
+	if hasInterrupts(b.interMap) {
+		h, err := newHITL(b.interMap)
+		if err != nil {
+			return middleware.SubAgent{}, err
+		}
+		mws = append(mws, h)
+	}
+	a, err := agent.New(agent.Config{
+		Name:           GeneralPurposeName,
+		Model:          b.model,
+		System:         textBlocks(b.prof.GeneralPurposePrompt(DefaultSubagentPrompt)),
+		Tools:          b.tools,
+		Middleware:     mws,
+		RecursionLimit: b.limit,
+	})
+	if err != nil {
+		return middleware.SubAgent{}, err
+	}
+	b.stacks = append(b.stacks, stack{name: GeneralPurposeName, kind: "general-purpose", agent: a})
+	return middleware.SubAgent{
+		Name:        GeneralPurposeName,
+		Description: b.prof.GeneralPurposeDescription(DefaultGeneralPurposeDescription),
+		Runner:      a,
+	}, nil
+}
+
+// mainStack builds the main agent's middleware (§1.3).
+func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middleware.SubAgent, async []middleware.AsyncSubAgent) ([]agent.Middleware, error) {
+	var mws []agent.Middleware
+	if b.cfg.Skills != nil {
+		sk, err := newSkills(b.backend, b.cfg.Skills)
+		if err != nil {
+			return nil, err
+		}
+		mws = append(mws, sk)
+	}
+	fs, err := newFilesystem(b.backend, b.prof, b.cfg.Permissions)
+	if err != nil {
+		return nil, err
+	}
+	mws = append(mws, fs)
+	var sub *middleware.SubAgentMiddleware
+	if len(inline) > 0 {
+		taskDesc, _ := b.prof.ToolDescription("task")
+		sub, err = middleware.NewSubAgentMiddleware(middleware.SubAgentOptions{SubAgents: inline, TaskDescription: taskDesc})
+		if err != nil {
+			return nil, err
+		}
+		mws = append(mws, sub)
+	}
+	summ, err := newSummarization(b.model, b.backend)
+	if err != nil {
+		return nil, err
+	}
+	mws = append(mws, summ, newPatchToolCalls())
+	if len(async) > 0 {
+		am, err := middleware.NewAsyncSubAgentMiddleware(middleware.AsyncSubAgentOptions{SubAgents: async})
+		if err != nil {
+			return nil, err
+		}
+		mws = append(mws, am)
+	}
+	core := names(mws)
+	mws = append(mws, b.prof.MaterializeExtraMiddleware()...)
+	mws = append(mws, newPromptCaching())
+	if b.cfg.Memory != nil {
+		mem, err := newMemory(b.backend, b.cfg.Memory)
+		if err != nil {
+			return nil, err
+		}
+		mws = append(mws, mem)
+	}
+	if hasInterrupts(b.interMap) {
+		h, err := newHITL(b.interMap)
+		if err != nil {
+			return nil, err
+		}
+		mws = append(mws, h)
+	}
+	if mws, err = matcher.Filter(mws); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	mws = applyCustom(mws, b.cfg.Middleware, core)
+	if mws, err = matcher.Filter(mws); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	if ex := b.prof.ExcludedTools(); len(ex) > 0 {
+		mws = append(mws, middleware.NewToolExclusion(ex...))
+	}
+	// Private state never crosses into subagents: tell the task tool which
+	// keys are private once the stack is final.
+	if sub != nil {
+		var private []string
+		for _, m := range mws {
+			for _, k := range m.StateKeys() {
+				if k.Private {
+					private = append(private, k.Name)
+				}
+			}
+		}
+		for i, m := range mws {
+			if m == agent.Middleware(sub) {
+				mws[i] = sub.WithPrivateKeys(private)
+			}
+		}
+	}
+	return mws, nil
+}
+
+// hasInterrupts mirrors Deep Agents: any entry, even an explicit false,
+// brings the human-in-the-loop middleware into the stack.
+func hasInterrupts(m middleware.InterruptOn) bool { return len(m) > 0 }
+
+func textBlocks(s string) []llm.Block {
+	if s == "" {
+		return nil
+	}
+	return []llm.Block{llm.TextBlock(s)}
+}
