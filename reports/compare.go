@@ -666,7 +666,9 @@ func describeTest(t Test, opts CompareOptions) string {
 		t.Scope, what, ci, counts, test, pvalue(t.P), pvalue(t.PAdjusted), pvalueAlpha(opts.Alpha))
 }
 
-func pvalueAlpha(a float64) string { return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", a), "0"), ".") }
+func pvalueAlpha(a float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", a), "0"), ".")
+}
 
 // mdeSentence explains what the comparison could and could not detect.
 func (c *Comparison) mdeSentence() string {
