@@ -300,11 +300,11 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	for _, p := range pairs {
 		bad := false
 		if p.base.Status == evals.StatusError {
-			c.Errored = append(c.Errored, ErroredCell{Side: "base", ReportKey: keyOf(p.key), Error: oneLine(p.base.Error)})
+			c.Errored = append(c.Errored, ErroredCell{Side: "base", ReportKey: keyOf(p.key), Error: firstLine(p.base.Error)})
 			bad = true
 		}
 		if p.head.Status == evals.StatusError {
-			c.Errored = append(c.Errored, ErroredCell{Side: "head", ReportKey: keyOf(p.key), Error: oneLine(p.head.Error)})
+			c.Errored = append(c.Errored, ErroredCell{Side: "head", ReportKey: keyOf(p.key), Error: firstLine(p.head.Error)})
 			bad = true
 		}
 		if !bad {
@@ -319,7 +319,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	}{{"base", base, bm, hm}, {"head", head, hm, bm}} {
 		for _, r := range side.run.sortedResults() {
 			if _, paired := side.peer[r.CellKey]; !paired && r.Status == evals.StatusError {
-				c.Errored = append(c.Errored, ErroredCell{Side: side.name, ReportKey: keyOf(r.CellKey), Error: oneLine(r.Error)})
+				c.Errored = append(c.Errored, ErroredCell{Side: side.name, ReportKey: keyOf(r.CellKey), Error: firstLine(r.Error)})
 			}
 		}
 	}

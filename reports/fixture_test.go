@@ -80,7 +80,11 @@ func outcomeOf(c fixCase, model, profile string, epoch int) fixOutcome {
 		o.revision = true
 		return o
 	case model == fixModels[1] && profile == "baseline" && c.id == "research-moons" && epoch == 3:
-		return fixOutcome{status: evals.StatusError, err: "replay: no recording matches request 3 of lane main/task:researcher: messages[2].content[0].text differs (cassette cassettes/quickstart/research-moons--openai-gpt-5--baseline--e3.yaml)"}
+		return fixOutcome{status: evals.StatusError, err: "fakes: replay miss in cassettes/quickstart/research-moons--openai-gpt-5--baseline--e3.yaml: no recorded interaction matches POST https://api.openai.com/v1/responses (lane \"main/task:researcher\", match body)\n" +
+			"nearest recorded interaction: 1 (line 40, lane main/task:researcher, not yet replayed)\n" +
+			"diff from the recorded request body to this request's:\n" +
+			"--- recorded\n+++ request\n@@ -12,3 +12,3 @@\n       \"role\": \"user\",\n-      \"content\": \"Find the three largest moons of Jupiter with their diameters.\"\n+      \"content\": \"Find the three largest moons of Jupiter with their diameters in km.\"\n     }\n" +
+			"to re-record: DAGEVAL_RECORD=1 (everything) or DAGEVAL_RECORD=missing (only what is missing)"}
 	case model == fixModels[1] && profile == "terse" && c.id == "paris-weather" && epoch < 3:
 		return fail(nil, map[string]string{"file_contains /notes/paris.md": `/notes/paris.md does not contain "sunny" (the agent wrote "Paris: 21C")`})
 	case model == fixModels[1] && profile == "terse" && c.id == "refactor-config":

@@ -156,7 +156,7 @@ func junitClass(model, profile string) string {
 
 func failureMessage(f FailingCell) string {
 	if f.Error != "" {
-		return oneLine(f.Error)
+		return firstLine(f.Error)
 	}
 	var parts []string
 	if n := len(f.Gaps); n > 0 {

@@ -137,7 +137,12 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 func writeFailingMarkdown(w io.Writer, f FailingCell) {
 	fmt.Fprintf(w, "%s — %s, score %s\n", mdCellName(f.ReportKey), strings.ToUpper(f.Status), score(f.Score))
 	if f.Error != "" {
-		fmt.Fprintf(w, "- error: %s\n", mdCode(f.Error))
+		block := clipLines(f.Error, errorLines)
+		fence := "```"
+		for strings.Contains(block, fence) {
+			fence += "`"
+		}
+		fmt.Fprintf(w, "\n%stext\n%s\n%s\n", fence, block, fence)
 	}
 	for _, g := range f.Gaps {
 		fmt.Fprintf(w, "- ✗ rubric (%s) **%s**: %s\n", md(f.RubricResult), md(g.Criterion), md(g.Gap))

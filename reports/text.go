@@ -100,7 +100,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 func writeFailingText(w io.Writer, f FailingCell) {
 	fmt.Fprintf(w, "\n  %s  %s  score %s\n", strings.ToUpper(f.Status), cellName(f.ReportKey), score(f.Score))
 	if f.Error != "" {
-		fmt.Fprintf(w, "    error: %s\n", oneLine(f.Error))
+		fmt.Fprintf(w, "    error:\n%s", indentBlock(clipLines(f.Error, errorLines), "      "))
 	}
 	if len(f.Gaps) > 0 {
 		fmt.Fprintf(w, "    rubric %s:\n", f.RubricResult)
@@ -114,6 +114,30 @@ func writeFailingText(w io.Writer, f FailingCell) {
 			fmt.Fprintf(w, "      ✗ %s: %s\n", c.Name, oneLine(c.Detail))
 		}
 	}
+}
+
+// errorLines caps the lines of an error shown in text and markdown; a
+// replay miss carries a request diff that can run long, and the HTML and
+// JSON reports keep all of it.
+const errorLines = 30
+
+// clipLines keeps the first n lines of s and says how many were cut.
+func clipLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n… %d more lines in the JSON and HTML reports", len(lines)-n)
+}
+
+func indentBlock(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}
+
+// firstLine is the first line of s, for one-line summaries of long errors.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
 }
 
 // oneLine folds whitespace so a multi-line detail stays on its bullet.
