@@ -26,7 +26,7 @@ type outcomeFn func(k evals.CellKey) (evals.Status, float64)
 func allPass(evals.CellKey) (evals.Status, float64) { return evals.StatusPass, 1 }
 
 // makeRun builds a run of 2 models × 2 profiles × cases × epochs in memory.
-func makeRun(t *testing.T, cases, epochs int, out outcomeFn) *reports.Run {
+func makeRun(t testing.TB, cases, epochs int, out outcomeFn) *reports.Run {
 	t.Helper()
 	r := &reports.Run{HasResults: true, Details: map[string]*evals.CellDetail{}}
 	s := &r.Summary
