@@ -136,6 +136,9 @@ func loadDir(dir string, opts LoadOptions, strict bool) (*Run, error) {
 		return nil, err
 	}
 	r.HasResults = true
+	if err := checkGroups(resPath, r); err != nil {
+		return nil, err
+	}
 	if len(r.Results) != r.Summary.ActualCells {
 		return nil, &Error{File: resPath, Err: fmt.Errorf("%d cell results, but %s says actual_cells is %d: the files come from different runs", len(r.Results), evals.SummaryFile, r.Summary.ActualCells)}
 	}
@@ -160,6 +163,30 @@ func checkSummary(path string, s *evals.Summary) error {
 		}
 	}
 	return nil
+}
+
+// checkGroups makes sure every cell belongs to a model × profile the
+// summary aggregates, so no renderer silently leaves a cell out.
+func checkGroups(path string, r *Run) error {
+	if len(r.Summary.Groups) == 0 {
+		return nil
+	}
+	rank := groupRank(r.Summary.Groups)
+	for i, c := range r.Results {
+		if _, ok := rank[[2]string{c.Model, c.Profile}]; !ok {
+			return &Error{File: path, Line: i + 1, Err: fmt.Errorf("cell %s belongs to no model × profile of %s", keyString(c.CellKey), evals.SummaryFile)}
+		}
+	}
+	return nil
+}
+
+// NewRun wraps results already in memory (the runner's, at the end of
+// dageval run) as a Run for Render and WriteFiles, without reading files.
+func NewRun(summary evals.Summary, results []evals.CellResult, details map[string]*evals.CellDetail) *Run {
+	if details == nil {
+		details = map[string]*evals.CellDetail{}
+	}
+	return &Run{Summary: summary, Results: results, Details: details, HasResults: true}
 }
 
 // readResults parses results.jsonl, checking every line and refusing

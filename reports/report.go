@@ -326,6 +326,11 @@ func loadReport(path string, data []byte) (*Run, error) {
 		seen[cr.CellKey] = true
 		r.Results = append(r.Results, cr)
 	}
+	if err := checkGroups(path, r); err != nil {
+		e := err.(*Error)
+		e.Line, e.Field = 0, "cells"
+		return nil, e
+	}
 	if len(r.Results) != s.ActualCells {
 		return nil, &Error{File: path, Field: "cells", Err: fmt.Errorf("%d cells, but actual_cells is %d", len(r.Results), s.ActualCells)}
 	}

@@ -332,6 +332,12 @@ func TestLoadErrors(t *testing.T) {
 			editFile(t, p, func(s string) string { return strings.Replace(s, `"epoch": 1`, `"epoch": 2`, 1) })
 			return dir
 		}, []string{"budget-report--openai-gpt-5--terse--e1.json: field result: describes cell budget-report × openai:gpt-5 × terse epoch 2"}},
+		{"cell outside every group", func(t *testing.T, dir string) string {
+			editFile(t, filepath.Join(dir, "results.jsonl"), func(s string) string {
+				return strings.Replace(s, `"profile":"terse"`, `"profile":"verbose"`, 1)
+			})
+			return dir
+		}, []string{"belongs to no model × profile of summary.json"}},
 		{"no results beside summary in a directory", func(t *testing.T, dir string) string {
 			require.NoError(t, os.Remove(filepath.Join(dir, "results.jsonl")))
 			return dir
@@ -374,4 +380,14 @@ func TestLoadFromSummaryPathReadsSiblings(t *testing.T) {
 	assert.True(t, r.HasResults)
 	assert.Len(t, r.Results, 59)
 	assert.Len(t, r.Details, 59)
+}
+
+// The runner renders from memory: NewRun gives the same reports as loading
+// the files it wrote.
+func TestNewRunMatchesLoad(t *testing.T) {
+	r := loadFixture(t)
+	mem := reports.NewRun(r.Summary, r.Results, r.Details)
+	for _, f := range reports.Formats {
+		assert.Equal(t, render(t, r, f), render(t, mem, f), "format %s", f)
+	}
 }
