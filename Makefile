@@ -2,11 +2,16 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet demo bench fmt snapshots build
+.PHONY: test test-browser vet demo bench fmt snapshots build
 
 ## test: vet and the race-enabled test suite (what CI runs)
 test: vet
 	$(GO) test -race -count=1 $(PKGS)
+
+## test-browser: open the HTML report in headless Chromium (installs Debian's chromium when missing)
+test-browser:
+	$(GO) vet -tags browser ./reports/
+	chromium="$$(scripts/ensure-chromium.sh)" && DAGEVAL_CHROMIUM="$$chromium" $(GO) test -tags browser -race -count=1 -run Browser ./reports/
 
 vet:
 	$(GO) vet $(PKGS)

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/dageval/dageval/reports"
+)
+
+func init() {
+	register(&command{
+		name:    "compare",
+		summary: "compare two runs of a suite and gate on a statistically supported regression",
+		usage:   "BASE HEAD [--format table|md|json] [-o FILE] [--alpha A] [--tolerance T] [--seed N]\n       [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC]",
+		help: `Compares two runs of the same suite (output directories of dageval run,
+their summary.json files, or JSON reports from dageval report --format json).
+Cells are paired by case, model, profile and epoch. The output lists new
+failures and passes, flaky cases (some epochs pass, some fail; listed apart),
+score changes, and cells missing or errored on either side, with:
+
+  - McNemar's exact test on paired pass/fail, overall and per model × profile,
+    and an exact sign test on paired scores, Holm-adjusted as one family;
+  - a cluster-bootstrap confidence interval (cases resampled with their
+    epochs; --seed, --resamples) on the pass-rate and score differences;
+  - the minimum detectable effect at 80% power, and how many more rollouts
+    it would take to detect a smaller observed change.
+
+Exit status:
+  1  a regression is statistically supported (Holm-adjusted p < --alpha)
+     and its interval lies wholly below −--tolerance;
+  0  otherwise: unchanged, an improvement, a drop within the tolerance, or
+     "inconclusive" (a change within noise) — the reason says which;
+  2  the runs cannot be compared (different suites or schema versions,
+     unreadable files) or judged (a cell errored or is missing on either
+     side; errors are not regressions).
+The reason is printed on standard error either way.
+
+--base-agent/--head-agent and --base-profile/--head-profile (as for
+dageval assemble --diff) add the diff of the two assembled agents to the
+markdown, so a reviewer sees the change next to its effect.`,
+		run: runCompare,
+	})
+}
+
+// agentDiff renders `dageval assemble --diff` for two configurations. It is
+// nil until the assembly pipeline is linked in (cmd/dageval/assemble.go sets
+// it); compare then refuses the agent flags rather than ignore them.
+var agentDiff func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, model string) (string, error)
+
+// stringsFlag collects a flag given several times.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string     { return strings.Join(*s, ",") }
+func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+func runCompare(ctx context.Context, e *env, args []string) error {
+	c := commands["compare"]
+	fs := newFlags(c, e)
+	format := fs.String("format", "table", "output format: table, md or json")
+	out := fs.String("o", "", "write the output to this file instead of standard output")
+	alpha := fs.Float64("alpha", reports.DefaultAlpha, "family-wise significance level of the gate")
+	tolerance := fs.Float64("tolerance", 0, "accepted drop in pass rate or mean score, 0–1 (0.05 = 5 points)")
+	seed := fs.Uint64("seed", 0, "seed of the bootstrap")
+	resamples := fs.Int("resamples", reports.DefaultResamples, "bootstrap resamples")
+	baseAgent := fs.String("base-agent", "", "base agent file, for the assembled-agent diff")
+	headAgent := fs.String("head-agent", "", "head agent file, for the assembled-agent diff")
+	model := fs.String("model", "", "model spec for the assembled-agent diff")
+	var baseProfiles, headProfiles stringsFlag
+	fs.Var(&baseProfiles, "base-profile", "base harness profile file (repeatable)")
+	fs.Var(&headProfiles, "head-profile", "head harness profile file (repeatable)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageError("want BASE and HEAD, got %d arguments", len(pos))
+	}
+	f, err := reports.ParseFormats(*format)
+	if err != nil || len(f) != 1 || (f[0] != reports.FormatTable && f[0] != reports.FormatMD && f[0] != reports.FormatJSON) {
+		return usageError("--format must be table, md or json, got %q", *format)
+	}
+	if *alpha <= 0 || *alpha >= 1 {
+		return usageError("--alpha must be between 0 and 1, got %v", *alpha)
+	}
+	if *tolerance < 0 || *tolerance >= 1 {
+		return usageError("--tolerance must be in [0, 1), got %v", *tolerance)
+	}
+	if *resamples < 100 {
+		return usageError("--resamples must be at least 100, got %d", *resamples)
+	}
+	opts := reports.CompareOptions{Alpha: *alpha, Tolerance: *tolerance, Seed: *seed, Resamples: *resamples}
+	if *baseAgent != "" || *headAgent != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 {
+		if agentDiff == nil {
+			return usageError("--base-agent/--head-agent/--base-profile/--head-profile need the assembly pipeline, which this build of dageval lacks")
+		}
+		d, err := agentDiff(ctx, *baseAgent, *headAgent, baseProfiles, headProfiles, *model)
+		if err != nil {
+			return &exitError{code: exitBad, msg: "assembled-agent diff: " + err.Error()}
+		}
+		opts.AgentDiff = d
+	} else if *model != "" {
+		return usageError("--model only applies to the assembled-agent diff (--base-agent, --head-agent, --base-profile, --head-profile)")
+	}
+
+	lo := reports.LoadOptions{SkipDetails: true}
+	base, err := reports.LoadWith(pos[0], lo)
+	if err != nil {
+		return &exitError{code: exitBad, msg: "base: " + err.Error()}
+	}
+	head, err := reports.LoadWith(pos[1], lo)
+	if err != nil {
+		return &exitError{code: exitBad, msg: "head: " + err.Error()}
+	}
+	cmp, err := reports.Compare(base, head, opts)
+	var ie *reports.IncompatibleError
+	if errors.As(err, &ie) {
+		return &exitError{code: exitBad, msg: err.Error()}
+	}
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := reports.RenderComparison(&buf, cmp, f[0]); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeAtomic(*out, buf.Bytes()); err != nil {
+			return &exitError{code: exitBad, msg: err.Error()}
+		}
+	} else if _, err := e.stdout.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	v := cmp.Verdict
+	switch v.ExitCode {
+	case exitOK:
+		fmt.Fprintf(e.stderr, "dageval compare: %s\n", v.Reason)
+		return nil
+	case exitFailures:
+		return failures("%s", v.Reason)
+	default:
+		return &exitError{code: exitBad, msg: v.Reason}
+	}
+}
+
+// writeAtomic writes a file through a temporary file and a rename.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Chmod(tmp.Name(), 0o644)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}

@@ -1,0 +1,687 @@
+package reports
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/dageval/dageval/evals"
+)
+
+// CompareSchema names compare's JSON output format (schema/compare.v1.json).
+const CompareSchema = "dageval.compare/v1"
+
+// Defaults for CompareOptions' zero values.
+const (
+	DefaultAlpha     = 0.05
+	DefaultPower     = 0.8
+	DefaultResamples = 10000
+)
+
+// CompareOptions tunes Compare. The zero value means α = 0.05, no
+// tolerance, 80% power, seed 0 and 10 000 bootstrap resamples.
+type CompareOptions struct {
+	// Alpha is the family-wise significance level of the gate (two-sided).
+	Alpha float64
+	// Tolerance is the drop (0–1, in pass rate or mean score) the gate
+	// accepts: a regression fails the gate only when its confidence
+	// interval lies wholly below −Tolerance.
+	Tolerance float64
+	// Power is used for the minimum detectable effect.
+	Power float64
+	// Seed and Resamples drive the bootstrap; the same seed gives the same
+	// intervals.
+	Seed      uint64
+	Resamples int
+	// AgentDiff, when set, is the `dageval assemble --diff` of the two
+	// configurations; the markdown shows it next to the behaviour change.
+	AgentDiff string
+}
+
+func (o CompareOptions) withDefaults() CompareOptions {
+	if o.Alpha <= 0 || o.Alpha >= 1 {
+		o.Alpha = DefaultAlpha
+	}
+	if o.Power <= 0 || o.Power >= 1 {
+		o.Power = DefaultPower
+	}
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
+	}
+	if o.Tolerance < 0 {
+		o.Tolerance = 0
+	}
+	return o
+}
+
+// Outcome is compare's verdict.
+type Outcome string
+
+// Verdicts, from worst to best. Only OutcomeRegression fails the gate;
+// errored and incomplete runs cannot be judged and exit 2.
+const (
+	OutcomeErrored         Outcome = "errored"          // a cell errored on either side: not a regression, not judgeable
+	OutcomeIncomplete      Outcome = "incomplete"       // cells missing on either side
+	OutcomeRegression      Outcome = "regression"       // statistically supported, beyond the tolerance
+	OutcomeWithinTolerance Outcome = "within_tolerance" // supported, but not beyond the tolerance
+	OutcomeInconclusive    Outcome = "inconclusive"     // something changed, but not beyond noise
+	OutcomeImprovement     Outcome = "improvement"      // statistically supported improvement, no regression
+	OutcomeUnchanged       Outcome = "unchanged"        // every pair has the same outcome and score
+)
+
+// ExitCode is the process exit code for an outcome: 1 for a regression, 2
+// when the runs cannot be judged, 0 otherwise.
+func (o Outcome) ExitCode() int {
+	switch o {
+	case OutcomeRegression:
+		return 1
+	case OutcomeErrored, OutcomeIncomplete:
+		return 2
+	}
+	return 0
+}
+
+// IncompatibleError says two runs cannot be compared at all (different
+// suites or schema versions, or no cell results); compare exits 2.
+type IncompatibleError struct{ Reasons []string }
+
+func (e *IncompatibleError) Error() string {
+	return "runs are not comparable: " + strings.Join(e.Reasons, "; ")
+}
+
+// Comparison is the result of comparing a head run with a base run.
+type Comparison struct {
+	Schema      string   `json:"schema"`
+	Suite       string   `json:"suite"`
+	SuiteDigest string   `json:"suite_digest"`
+	Base        RunBrief `json:"base"`
+	Head        RunBrief `json:"head"`
+	Options     Settings `json:"options"`
+	// Overall pools every pair; Groups splits them by model × profile.
+	Overall Effect   `json:"overall"`
+	Groups  []Effect `json:"groups"`
+	// Tests is the family of hypothesis tests the gate rests on, with
+	// Holm-adjusted p-values.
+	Tests        []Test       `json:"tests"`
+	MDE          MDE          `json:"mde"`
+	NewFailures  []CaseChange `json:"new_failures"`
+	NewPasses    []CaseChange `json:"new_passes"`
+	Flaky        []CaseChange `json:"flaky"`
+	ScoreChanges []CaseChange `json:"score_changes"`
+	// MissingInBase and MissingInHead are cells one side has and the other
+	// lacks (or lists as missing).
+	MissingInBase []ReportKey   `json:"missing_in_base"`
+	MissingInHead []ReportKey   `json:"missing_in_head"`
+	Errored       []ErroredCell `json:"errored"`
+	Verdict       Verdict       `json:"verdict"`
+	AgentDiff     string        `json:"agent_diff"`
+}
+
+// RunBrief describes one side of a comparison.
+type RunBrief struct {
+	Mode          string  `json:"mode"`
+	ExpectedCells int     `json:"expected_cells"`
+	ActualCells   int     `json:"actual_cells"`
+	PassRate      float64 `json:"pass_rate"`
+	MeanScore     float64 `json:"mean_score"`
+	CostUSD       float64 `json:"cost_usd"`
+	Tokens        int     `json:"tokens"`
+}
+
+// Settings are the options a comparison ran with, recorded so that it can
+// be reproduced.
+type Settings struct {
+	Alpha     float64 `json:"alpha"`
+	Tolerance float64 `json:"tolerance"`
+	Power     float64 `json:"power"`
+	Seed      uint64  `json:"seed"`
+	Resamples int     `json:"resamples"`
+}
+
+// Effect is the paired change over a set of pairs, head minus base.
+type Effect struct {
+	Model   string `json:"model"`
+	Profile string `json:"profile"`
+	Pairs   int    `json:"pairs"`
+	// BothPass, BothFail, Regressions (pass → fail) and Improvements
+	// (fail → pass) count the pairs; the last two are McNemar's b and c.
+	BothPass     int        `json:"both_pass"`
+	BothFail     int        `json:"both_fail"`
+	Regressions  int        `json:"regressions"`
+	Improvements int        `json:"improvements"`
+	BasePassRate float64    `json:"base_pass_rate"`
+	HeadPassRate float64    `json:"head_pass_rate"`
+	PassDelta    float64    `json:"pass_delta"`
+	PassCI       [2]float64 `json:"pass_ci"`
+	McNemarP     float64    `json:"mcnemar_p"`
+	BaseScore    float64    `json:"base_score"`
+	HeadScore    float64    `json:"head_score"`
+	ScoreDelta   float64    `json:"score_delta"`
+	ScoreCI      [2]float64 `json:"score_ci"`
+	// ScoreDown and ScoreUp count pairs whose score fell or rose.
+	ScoreDown  int     `json:"score_down"`
+	ScoreUp    int     `json:"score_up"`
+	SignTestP  float64 `json:"sign_test_p"`
+	CostDelta  float64 `json:"cost_delta"`
+	TokenDelta int     `json:"token_delta"`
+}
+
+// Test is one hypothesis of the gate's family.
+type Test struct {
+	// Scope is "overall" or "model × profile"; Metric is "pass_rate"
+	// (McNemar's exact test) or "score" (exact sign test).
+	Scope     string     `json:"scope"`
+	Metric    string     `json:"metric"`
+	Delta     float64    `json:"delta"`
+	CI        [2]float64 `json:"ci"`
+	Down      int        `json:"down"`
+	Up        int        `json:"up"`
+	P         float64    `json:"p"`
+	PAdjusted float64    `json:"p_adjusted"`
+	// Significant: PAdjusted < alpha. BeyondTolerance: the interval lies
+	// wholly beyond the tolerance in the direction of the change.
+	Significant     bool `json:"significant"`
+	BeyondTolerance bool `json:"beyond_tolerance"`
+}
+
+// MDE is the smallest change the comparison could have detected.
+type MDE struct {
+	Pairs int `json:"pairs"`
+	// Alpha is the per-test level the MDE is computed at: the family's
+	// alpha divided by the number of tests (Holm's first step).
+	Alpha float64 `json:"alpha"`
+	Power float64 `json:"power"`
+	// PassRate is in rate units (0.1 = 10 percentage points); Score is
+	// null when the score differences have no spread to estimate from.
+	PassRate float64  `json:"pass_rate"`
+	Score    *float64 `json:"score"`
+	// Target, NeedPairs and NeedEpochs say what it would take to detect a
+	// change of Target (the observed change, when it was too small):
+	// NeedPairs more paired rollouts in all, about NeedEpochs more epochs
+	// per cell; -1 when out of reach, 0 when no more are needed.
+	Target     float64 `json:"target"`
+	NeedPairs  int     `json:"need_pairs"`
+	NeedEpochs int     `json:"need_epochs"`
+}
+
+// CaseChange is how one case (under a model and profile) fared across its
+// paired epochs.
+type CaseChange struct {
+	Case       string  `json:"case"`
+	Model      string  `json:"model"`
+	Profile    string  `json:"profile"`
+	Epochs     int     `json:"epochs"`
+	BasePassed int     `json:"base_passed"`
+	HeadPassed int     `json:"head_passed"`
+	BaseScore  float64 `json:"base_score"`
+	HeadScore  float64 `json:"head_score"`
+	ScoreDelta float64 `json:"score_delta"`
+	// BaseFlaky and HeadFlaky: some epochs passed and some did not
+	// (pass^k < pass@k).
+	BaseFlaky bool `json:"base_flaky"`
+	HeadFlaky bool `json:"head_flaky"`
+}
+
+// ErroredCell is a cell whose status is error on one side.
+type ErroredCell struct {
+	Side string `json:"side"`
+	ReportKey
+	Error string `json:"error"`
+}
+
+// Verdict is the gate's decision with its reason.
+type Verdict struct {
+	Outcome  Outcome `json:"outcome"`
+	ExitCode int     `json:"exit_code"`
+	// Reason is one line; Details add a line per supporting fact.
+	Reason  string   `json:"reason"`
+	Details []string `json:"details"`
+}
+
+type pairKey struct{ model, profile, kase string }
+
+type pair struct {
+	key        evals.CellKey
+	base, head evals.CellResult
+}
+
+// Compare pairs the cells of two runs of the same suite by case, model,
+// profile and epoch and decides whether head regressed from base. It
+// returns an *IncompatibleError when the runs cannot be compared at all;
+// errored or missing cells are reported in the Comparison's verdict.
+func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
+	opts = opts.withDefaults()
+	if err := compatible(base, head); err != nil {
+		return nil, err
+	}
+	c := &Comparison{
+		Schema: CompareSchema, Suite: head.Summary.Suite, SuiteDigest: head.Summary.SuiteDigest,
+		Base: brief(base), Head: brief(head),
+		Options:   Settings{Alpha: opts.Alpha, Tolerance: opts.Tolerance, Power: opts.Power, Seed: opts.Seed, Resamples: opts.Resamples},
+		AgentDiff: opts.AgentDiff,
+		Groups:    []Effect{}, Tests: []Test{}, NewFailures: []CaseChange{}, NewPasses: []CaseChange{}, Flaky: []CaseChange{},
+		ScoreChanges: []CaseChange{}, MissingInBase: []ReportKey{}, MissingInHead: []ReportKey{}, Errored: []ErroredCell{},
+	}
+	rank := groupRank(head.Summary.Groups)
+	for _, g := range base.Summary.Groups {
+		if _, ok := rank[[2]string{g.Model, g.Profile}]; !ok {
+			rank[[2]string{g.Model, g.Profile}] = len(rank)
+		}
+	}
+	bm := indexCells(base.Results)
+	hm := indexCells(head.Results)
+	var pairs []pair
+	for _, r := range base.sortedResults() {
+		if h, ok := hm[r.CellKey]; ok {
+			pairs = append(pairs, pair{key: r.CellKey, base: r, head: h})
+		} else {
+			c.MissingInHead = append(c.MissingInHead, keyOf(r.CellKey))
+		}
+	}
+	for _, r := range head.sortedResults() {
+		if _, ok := bm[r.CellKey]; !ok {
+			c.MissingInBase = append(c.MissingInBase, keyOf(r.CellKey))
+		}
+	}
+	for _, k := range base.Summary.Missing {
+		c.MissingInBase = appendKey(c.MissingInBase, keyOf(k))
+	}
+	for _, k := range head.Summary.Missing {
+		c.MissingInHead = appendKey(c.MissingInHead, keyOf(k))
+	}
+	sortKeys(rank, c.MissingInBase)
+	sortKeys(rank, c.MissingInHead)
+	slices.SortStableFunc(pairs, func(a, b pair) int { return compareKeys(rank, a.key, b.key) })
+
+	// Errored pairs are reported, not judged.
+	var judged []pair
+	for _, p := range pairs {
+		bad := false
+		if p.base.Status == evals.StatusError {
+			c.Errored = append(c.Errored, ErroredCell{Side: "base", ReportKey: keyOf(p.key), Error: firstLine(p.base.Error)})
+			bad = true
+		}
+		if p.head.Status == evals.StatusError {
+			c.Errored = append(c.Errored, ErroredCell{Side: "head", ReportKey: keyOf(p.key), Error: firstLine(p.head.Error)})
+			bad = true
+		}
+		if !bad {
+			judged = append(judged, p)
+		}
+	}
+	for _, side := range []struct {
+		name string
+		run  *Run
+		m    map[evals.CellKey]evals.CellResult
+		peer map[evals.CellKey]evals.CellResult
+	}{{"base", base, bm, hm}, {"head", head, hm, bm}} {
+		for _, r := range side.run.sortedResults() {
+			if _, paired := side.peer[r.CellKey]; !paired && r.Status == evals.StatusError {
+				c.Errored = append(c.Errored, ErroredCell{Side: side.name, ReportKey: keyOf(r.CellKey), Error: firstLine(r.Error)})
+			}
+		}
+	}
+
+	// Effects overall and per model × profile.
+	var groupOrder [][2]string
+	byGroup := map[[2]string][]pair{}
+	for _, p := range judged {
+		g := [2]string{p.key.Model, p.key.Profile}
+		if _, ok := byGroup[g]; !ok {
+			groupOrder = append(groupOrder, g)
+		}
+		byGroup[g] = append(byGroup[g], p)
+	}
+	c.Overall = effectOf(judged, opts, 0)
+	for i, g := range groupOrder {
+		e := effectOf(byGroup[g], opts, uint64(i+1))
+		e.Model, e.Profile = g[0], g[1]
+		c.Groups = append(c.Groups, e)
+	}
+
+	// The gate's family: overall pass rate and score, and the pass rate of
+	// each model × profile when there is more than one.
+	c.Tests = append(c.Tests,
+		testOf("overall", "pass_rate", c.Overall.PassDelta, c.Overall.PassCI, c.Overall.Regressions, c.Overall.Improvements),
+		testOf("overall", "score", c.Overall.ScoreDelta, c.Overall.ScoreCI, c.Overall.ScoreDown, c.Overall.ScoreUp))
+	if len(c.Groups) > 1 {
+		for _, e := range c.Groups {
+			c.Tests = append(c.Tests, testOf(e.Model+" × "+e.Profile, "pass_rate", e.PassDelta, e.PassCI, e.Regressions, e.Improvements))
+		}
+	}
+	ps := make([]float64, len(c.Tests))
+	for i, t := range c.Tests {
+		ps[i] = t.P
+	}
+	for i, adj := range holm(ps) {
+		t := &c.Tests[i]
+		t.PAdjusted = adj
+		t.Significant = adj < opts.Alpha
+		if t.Delta < 0 {
+			t.BeyondTolerance = t.CI[1] < -opts.Tolerance
+		} else {
+			t.BeyondTolerance = t.CI[0] > opts.Tolerance
+		}
+	}
+
+	c.caseChanges(judged)
+	c.mde(judged, opts, len(c.Tests))
+	c.decide(opts)
+	return c, nil
+}
+
+func compatible(base, head *Run) error {
+	var why []string
+	b, h := base.Summary, head.Summary
+	if b.SchemaVersion != h.SchemaVersion {
+		why = append(why, fmt.Sprintf("schema versions differ (base %d, head %d)", b.SchemaVersion, h.SchemaVersion))
+	}
+	if b.Suite != h.Suite {
+		why = append(why, fmt.Sprintf("different suites (base %q, head %q)", b.Suite, h.Suite))
+	}
+	if b.SuiteDigest != h.SuiteDigest {
+		why = append(why, fmt.Sprintf("suite_digest differs (base %s, head %s): the cases or the matrix changed, so cells cannot be paired", orNone(b.SuiteDigest), orNone(h.SuiteDigest)))
+	}
+	for _, s := range []struct {
+		name string
+		r    *Run
+	}{{"base", base}, {"head", head}} {
+		if !s.r.HasResults {
+			why = append(why, s.name+" has no cell results (a summary file alone cannot be paired; give the output directory or a JSON report)")
+		}
+	}
+	if len(why) > 0 {
+		return &IncompatibleError{Reasons: why}
+	}
+	return nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func brief(r *Run) RunBrief {
+	t := r.Summary.Totals
+	return RunBrief{Mode: r.Summary.Mode, ExpectedCells: r.Summary.ExpectedCells, ActualCells: r.Summary.ActualCells,
+		PassRate: t.PassRate, MeanScore: t.MeanScore, CostUSD: t.CostUSD, Tokens: t.Tokens.Total().Total()}
+}
+
+func indexCells(rs []evals.CellResult) map[evals.CellKey]evals.CellResult {
+	m := make(map[evals.CellKey]evals.CellResult, len(rs))
+	for _, r := range rs {
+		m[r.CellKey] = r
+	}
+	return m
+}
+
+func appendKey(ks []ReportKey, k ReportKey) []ReportKey {
+	if slices.Contains(ks, k) {
+		return ks
+	}
+	return append(ks, k)
+}
+
+func sortKeys(rank map[[2]string]int, ks []ReportKey) {
+	slices.SortStableFunc(ks, func(a, b ReportKey) int { return compareKeys(rank, evals.CellKey(a), evals.CellKey(b)) })
+}
+
+const scoreEps = 1e-9
+
+func passed(r evals.CellResult) float64 {
+	if r.Status == evals.StatusPass {
+		return 1
+	}
+	return 0
+}
+
+// effectOf measures the paired change over ps; stream separates the
+// bootstrap's random streams so each scope is reproducible on its own.
+func effectOf(ps []pair, opts CompareOptions, stream uint64) Effect {
+	e := Effect{Pairs: len(ps), McNemarP: 1, SignTestP: 1}
+	if len(ps) == 0 {
+		return e
+	}
+	var clusters []cluster
+	idx := map[pairKey]int{}
+	var bp, hp, bs, hs float64
+	for _, p := range ps {
+		b, h := passed(p.base), passed(p.head)
+		switch {
+		case b == 1 && h == 1:
+			e.BothPass++
+		case b == 0 && h == 0:
+			e.BothFail++
+		case b == 1:
+			e.Regressions++
+		default:
+			e.Improvements++
+		}
+		d := p.head.Score - p.base.Score
+		switch {
+		case d < -scoreEps:
+			e.ScoreDown++
+		case d > scoreEps:
+			e.ScoreUp++
+		}
+		bp, hp, bs, hs = bp+b, hp+h, bs+p.base.Score, hs+p.head.Score
+		e.CostDelta += p.head.CostUSD - p.base.CostUSD
+		e.TokenDelta += p.head.Usage.Total().Total() - p.base.Usage.Total().Total()
+		k := pairKey{p.key.Model, p.key.Profile, p.key.Case}
+		i, ok := idx[k]
+		if !ok {
+			i = len(clusters)
+			idx[k] = i
+			clusters = append(clusters, cluster{})
+		}
+		clusters[i].pass = append(clusters[i].pass, h-b)
+		clusters[i].score = append(clusters[i].score, d)
+	}
+	n := float64(len(ps))
+	e.BasePassRate, e.HeadPassRate = bp/n, hp/n
+	e.PassDelta = (hp - bp) / n
+	e.BaseScore, e.HeadScore = bs/n, hs/n
+	e.ScoreDelta = (hs - bs) / n
+	e.McNemarP = mcnemarExact(e.Regressions, e.Improvements)
+	e.SignTestP = signTestP(e.ScoreDown, e.ScoreUp)
+	e.PassCI, e.ScoreCI = clusterBootstrap(clusters, opts.Alpha, opts.Resamples, opts.Seed, stream)
+	e.CostDelta = math.Round(e.CostDelta*1e6) / 1e6
+	return e
+}
+
+func testOf(scope, metric string, delta float64, ci [2]float64, down, up int) Test {
+	return Test{Scope: scope, Metric: metric, Delta: delta, CI: ci, Down: down, Up: up, P: signTestP(down, up)}
+}
+
+// caseChanges classifies each case (per model × profile) over its paired
+// epochs: a stable flip is a new failure or pass; a case that passes some
+// epochs and fails others on either side is flaky and listed apart, since
+// its flips are as likely noise as change.
+func (c *Comparison) caseChanges(ps []pair) {
+	var order []pairKey
+	agg := map[pairKey]*CaseChange{}
+	for _, p := range ps {
+		k := pairKey{p.key.Model, p.key.Profile, p.key.Case}
+		cc, ok := agg[k]
+		if !ok {
+			cc = &CaseChange{Case: p.key.Case, Model: p.key.Model, Profile: p.key.Profile}
+			agg[k] = cc
+			order = append(order, k)
+		}
+		cc.Epochs++
+		cc.BasePassed += int(passed(p.base))
+		cc.HeadPassed += int(passed(p.head))
+		cc.BaseScore += p.base.Score
+		cc.HeadScore += p.head.Score
+	}
+	for _, k := range order {
+		cc := agg[k]
+		n := float64(cc.Epochs)
+		cc.BaseScore, cc.HeadScore = cc.BaseScore/n, cc.HeadScore/n
+		cc.ScoreDelta = cc.HeadScore - cc.BaseScore
+		cc.BaseFlaky = cc.BasePassed > 0 && cc.BasePassed < cc.Epochs
+		cc.HeadFlaky = cc.HeadPassed > 0 && cc.HeadPassed < cc.Epochs
+		switch {
+		case cc.BaseFlaky || cc.HeadFlaky:
+			c.Flaky = append(c.Flaky, *cc)
+		case cc.BasePassed == cc.Epochs && cc.HeadPassed == 0:
+			c.NewFailures = append(c.NewFailures, *cc)
+		case cc.BasePassed == 0 && cc.HeadPassed == cc.Epochs:
+			c.NewPasses = append(c.NewPasses, *cc)
+		}
+		if math.Abs(cc.ScoreDelta) > scoreEps {
+			c.ScoreChanges = append(c.ScoreChanges, *cc)
+		}
+	}
+	slices.SortStableFunc(c.ScoreChanges, func(a, b CaseChange) int { return cmp.Compare(a.ScoreDelta, b.ScoreDelta) })
+}
+
+// mde computes the minimum detectable pass-rate change for the overall
+// test at the level Holm's first step uses, and what it would take to
+// detect the change observed when it was smaller.
+func (c *Comparison) mde(ps []pair, opts CompareOptions, tests int) {
+	n := len(ps)
+	alpha := opts.Alpha / float64(max(tests, 1))
+	m := MDE{Pairs: n, Alpha: alpha, Power: opts.Power, NeedPairs: -1, NeedEpochs: -1}
+	e := c.Overall
+	psi := 0.0
+	if n > 0 {
+		psi = float64(e.Regressions+e.Improvements) / float64(n)
+		if psi == 0 {
+			// No discordant pair yet: assume the discordance two
+			// independent runs at this pass rate would show.
+			p := (e.BasePassRate + e.HeadPassRate) / 2
+			psi = 2 * p * (1 - p)
+		}
+	}
+	m.PassRate = pairedBinaryMDE(n, psi, alpha, opts.Power)
+	diffs := make([]float64, 0, n)
+	for _, p := range ps {
+		diffs = append(diffs, p.head.Score-p.base.Score)
+	}
+	if sd := sampleSD(diffs); sd > 0 {
+		v := meanDiffMDE(n, sd, alpha, opts.Power)
+		m.Score = &v
+	}
+	m.Target = math.Abs(e.PassDelta)
+	if m.Target == 0 {
+		m.Target = math.Max(opts.Tolerance, 0.05)
+	}
+	if n > 0 {
+		need := pairsNeeded(m.Target, math.Max(psi, m.Target), alpha, opts.Power, 10_000_000)
+		switch {
+		case need < 0:
+		case need <= n:
+			m.NeedPairs, m.NeedEpochs = 0, 0
+		default:
+			m.NeedPairs = need - n
+			epochs := maxEpoch(ps)
+			perEpoch := float64(n) / float64(max(epochs, 1))
+			m.NeedEpochs = int(math.Ceil(float64(need)/perEpoch)) - epochs
+		}
+	}
+	c.MDE = m
+}
+
+func maxEpoch(ps []pair) int {
+	k := 0
+	for _, p := range ps {
+		k = max(k, p.key.Epoch)
+	}
+	return k
+}
+
+// decide sets the verdict from the tests, the errored and the missing cells.
+func (c *Comparison) decide(opts CompareOptions) {
+	v := &c.Verdict
+	v.Details = []string{}
+	var down, downWithin, up []Test
+	for _, t := range c.Tests {
+		switch {
+		case t.Significant && t.Delta < 0 && t.BeyondTolerance:
+			down = append(down, t)
+		case t.Significant && t.Delta < 0:
+			downWithin = append(downWithin, t)
+		case t.Significant && t.Delta > 0:
+			up = append(up, t)
+		}
+	}
+	for _, t := range append(append(append([]Test(nil), down...), downWithin...), up...) {
+		v.Details = append(v.Details, describeTest(t, opts))
+	}
+	switch {
+	case len(c.Errored) > 0:
+		v.Outcome = OutcomeErrored
+		names := make([]string, 0, len(c.Errored))
+		for _, e := range c.Errored {
+			names = append(names, e.Side+" "+cellName(e.ReportKey))
+		}
+		v.Reason = fmt.Sprintf("%s errored, so the runs cannot be judged (errors are not regressions; fix or re-run them): %s",
+			plural(len(c.Errored), "cell", "cells"), strings.Join(names, "; "))
+	case len(c.MissingInBase)+len(c.MissingInHead) > 0:
+		v.Outcome = OutcomeIncomplete
+		v.Reason = fmt.Sprintf("%d cells missing in base and %d in head, so the runs cannot be judged; re-run the incomplete side", len(c.MissingInBase), len(c.MissingInHead))
+	case len(down) > 0:
+		v.Outcome = OutcomeRegression
+		v.Reason = "regression: " + describeTest(down[0], opts)
+		if len(c.NewFailures) > 0 {
+			v.Reason += fmt.Sprintf("; %s", plural(len(c.NewFailures), "new failure", "new failures"))
+		}
+	case len(downWithin) > 0:
+		v.Outcome = OutcomeWithinTolerance
+		v.Reason = fmt.Sprintf("a drop is statistically supported but not beyond the tolerance of %s: %s", ppAbs(opts.Tolerance), describeTest(downWithin[0], opts))
+	case len(up) > 0:
+		v.Outcome = OutcomeImprovement
+		v.Reason = "improvement: " + describeTest(up[0], opts)
+	case c.Overall.Regressions+c.Overall.Improvements+c.Overall.ScoreDown+c.Overall.ScoreUp > 0:
+		v.Outcome = OutcomeInconclusive
+		e := c.Overall
+		v.Reason = fmt.Sprintf("inconclusive: %d pairs went pass → fail and %d fail → pass (pass rate %s, score %s), which is within noise; %s",
+			e.Regressions, e.Improvements, ppDelta(e.PassDelta), signed(e.ScoreDelta), c.mdeSentence())
+	default:
+		v.Outcome = OutcomeUnchanged
+		v.Reason = fmt.Sprintf("unchanged: all %d pairs have the same outcome and score; %s", c.Overall.Pairs, c.mdeSentence())
+	}
+	v.ExitCode = v.Outcome.ExitCode()
+}
+
+func ppAbs(x float64) string { return strings.TrimPrefix(ppDelta(x), "+") }
+
+func describeTest(t Test, opts CompareOptions) string {
+	what := "pass rate " + ppDelta(t.Delta)
+	ci := fmt.Sprintf("CI %s to %s", strings.TrimSuffix(ppDelta(t.CI[0]), " pp"), ppDelta(t.CI[1]))
+	test := "McNemar"
+	counts := fmt.Sprintf("%d pass → fail, %d fail → pass", t.Down, t.Up)
+	if t.Metric == "score" {
+		what = "mean score " + signed(t.Delta)
+		ci = fmt.Sprintf("CI %s to %s", signed(t.CI[0]), signed(t.CI[1]))
+		test = "sign test"
+		counts = fmt.Sprintf("%d pairs scored lower, %d higher", t.Down, t.Up)
+	}
+	return fmt.Sprintf("%s %s (%s; %s; %s p = %s, Holm-adjusted %s < α = %s)",
+		t.Scope, what, ci, counts, test, pvalue(t.P), pvalue(t.PAdjusted), pvalueAlpha(opts.Alpha))
+}
+
+func pvalueAlpha(a float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", a), "0"), ".")
+}
+
+// mdeSentence explains what the comparison could and could not detect.
+func (c *Comparison) mdeSentence() string {
+	m := c.MDE
+	s := fmt.Sprintf("with %d pairs the smallest pass-rate change detectable at 80%% power is %s", m.Pairs, ppAbs(m.PassRate))
+	if m.Power != 0.8 {
+		s = fmt.Sprintf("with %d pairs the smallest pass-rate change detectable at %.0f%% power is %s", m.Pairs, 100*m.Power, ppAbs(m.PassRate))
+	}
+	switch {
+	case m.NeedPairs > 0:
+		s += fmt.Sprintf("; detecting %s would need about %d more paired rollouts (≈ %d more epochs per cell)", ppAbs(m.Target), m.NeedPairs, m.NeedEpochs)
+	case m.NeedPairs < 0 && m.Pairs > 0:
+		s += fmt.Sprintf("; detecting %s is out of reach at this discordance", ppAbs(m.Target))
+	}
+	return s
+}

@@ -1,0 +1,269 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/olekukonko/tablewriter/tw"
+)
+
+// compareListMax caps the cases listed per section in text and markdown;
+// the JSON output lists all of them.
+const compareListMax = 25
+
+// JSON renders the comparison as indented JSON (CompareSchema).
+func (c *Comparison) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func outcomeLabel(o Outcome) string {
+	return strings.ToUpper(strings.ReplaceAll(string(o), "_", " "))
+}
+
+func ciPP(ci [2]float64) string {
+	return strings.TrimSuffix(ppDelta(ci[0]), " pp") + " to " + ppDelta(ci[1])
+}
+
+func ciScore(ci [2]float64) string { return signed(ci[0]) + " to " + signed(ci[1]) }
+
+func passFrac(k, n int) string { return fmt.Sprintf("%d/%d", k, n) }
+
+func (c *Comparison) sides() string {
+	return fmt.Sprintf("base %s mode, %d of %d cells; head %s mode, %d of %d cells",
+		c.Base.Mode, c.Base.ActualCells, c.Base.ExpectedCells, c.Head.Mode, c.Head.ActualCells, c.Head.ExpectedCells)
+}
+
+// WriteText writes the comparison for a terminal.
+func (c *Comparison) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "dageval compare: suite %s (%s)\n", c.Suite, c.sides())
+	fmt.Fprintf(ew, "%s (exit %d)\n", c.Verdict.Reason, c.Verdict.ExitCode)
+	if len(c.Verdict.Details) > 0 {
+		fmt.Fprintln(ew, "Supported changes:")
+	}
+	for _, d := range c.Verdict.Details {
+		fmt.Fprintf(ew, "  - %s\n", d)
+	}
+	fmt.Fprintln(ew)
+	L, R := tw.AlignLeft, tw.AlignRight
+	t := newTable(ew, L, L, R, R, R, R, R, R, R, R, R, R)
+	t.Header("model", "profile", "pairs", "base pass", "head pass", "Δ pass", "CI", "pass→fail", "fail→pass", "McNemar p", "Δ score", "score CI")
+	row := func(e Effect, m, p string) []string {
+		return []string{m, p, strconv.Itoa(e.Pairs), pct(e.BasePassRate), pct(e.HeadPassRate), ppDelta(e.PassDelta), ciPP(e.PassCI),
+			strconv.Itoa(e.Regressions), strconv.Itoa(e.Improvements), pvalue(e.McNemarP), signed(e.ScoreDelta), ciScore(e.ScoreCI)}
+	}
+	for _, e := range c.Groups {
+		if err := t.Append(row(e, e.Model, e.Profile)); err != nil {
+			return err
+		}
+	}
+	t.Footer(row(c.Overall, "overall", ""))
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(ew, "\nGate tests (Holm-adjusted over %d, α = %s, tolerance %s; intervals: %d-resample cluster bootstrap, seed %d)\n",
+		len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
+	t = newTable(ew, L, L, R, R, R, R, R, L)
+	t.Header("scope", "metric", "Δ", "CI", "down / up", "p", "p adjusted", "supported")
+	for _, x := range c.Tests {
+		d, ci := ppDelta(x.Delta), ciPP(x.CI)
+		if x.Metric == "score" {
+			d, ci = signed(x.Delta), ciScore(x.CI)
+		}
+		sup := "no"
+		if x.Significant {
+			sup = "yes"
+			if !x.BeyondTolerance {
+				sup = "yes, within tolerance"
+			}
+		}
+		if err := t.Append([]string{x.Scope, x.Metric, d, ci, fmt.Sprintf("%d / %d", x.Down, x.Up), pvalue(x.P), pvalue(x.PAdjusted), sup}); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(ew, "\nMinimum detectable effect: %s.\n", c.mdeSentence())
+	c.writeCaseLists(ew, false)
+	return ew.err
+}
+
+func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
+	name := func(cc CaseChange) string {
+		if markdown {
+			return fmt.Sprintf("**%s** · %s · %s", md(cc.Case), mdCode(cc.Model), md(cc.Profile))
+		}
+		return fmt.Sprintf("%s · %s · %s", cc.Case, cc.Model, cc.Profile)
+	}
+	change := func(cc CaseChange) string {
+		return fmt.Sprintf("%s %s → %s passed, score %s → %s", name(cc), passFrac(cc.BasePassed, cc.Epochs), passFrac(cc.HeadPassed, cc.Epochs), score(cc.BaseScore), score(cc.HeadScore))
+	}
+	section := func(title string, note string, items []string) {
+		if len(items) == 0 {
+			return
+		}
+		if markdown {
+			fmt.Fprintf(w, "\n<details><summary>%s (%d)</summary>\n\n", title, len(items))
+			if note != "" {
+				fmt.Fprintf(w, "%s\n\n", note)
+			}
+		} else {
+			fmt.Fprintf(w, "\n%s (%d)", title, len(items))
+			if note != "" {
+				fmt.Fprintf(w, ": %s", note)
+			}
+			fmt.Fprintln(w)
+		}
+		for i, it := range items {
+			if i == compareListMax {
+				fmt.Fprintf(w, "%s… and %d more (see --format json)\n", map[bool]string{true: "- ", false: "  "}[markdown], len(items)-i)
+				break
+			}
+			if markdown {
+				fmt.Fprintf(w, "- %s\n", it)
+			} else {
+				fmt.Fprintf(w, "  %s\n", it)
+			}
+		}
+		if markdown {
+			fmt.Fprintf(w, "\n</details>\n")
+		}
+	}
+	var items []string
+	for _, cc := range c.NewFailures {
+		items = append(items, change(cc))
+	}
+	section("New failures", "passed every epoch in base, failed every epoch in head", items)
+	items = nil
+	for _, cc := range c.NewPasses {
+		items = append(items, change(cc))
+	}
+	section("New passes", "failed every epoch in base, passed every epoch in head", items)
+	items = nil
+	for _, cc := range c.Flaky {
+		side := "both"
+		switch {
+		case cc.BaseFlaky && !cc.HeadFlaky:
+			side = "base"
+		case cc.HeadFlaky && !cc.BaseFlaky:
+			side = "head"
+		}
+		items = append(items, change(cc)+" (flaky in "+side+")")
+	}
+	section("Flaky cases", "pass^k < pass@k: some epochs passed and some failed, so their flips are listed apart", items)
+	items = nil
+	for _, cc := range c.ScoreChanges {
+		items = append(items, fmt.Sprintf("%s score %s (%s → %s)", name(cc), signed(cc.ScoreDelta), score(cc.BaseScore), score(cc.HeadScore)))
+	}
+	section("Score changes", "mean over paired epochs, largest drop first", items)
+	keyItems := func(ks []ReportKey) []string {
+		var out []string
+		for _, k := range ks {
+			if markdown {
+				out = append(out, mdCellName(k))
+			} else {
+				out = append(out, cellName(k))
+			}
+		}
+		return out
+	}
+	section("Missing in base", "", keyItems(c.MissingInBase))
+	section("Missing in head", "", keyItems(c.MissingInHead))
+	items = nil
+	for _, e := range c.Errored {
+		if markdown {
+			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, mdCellName(e.ReportKey), mdCode(e.Error)))
+		} else {
+			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, cellName(e.ReportKey), e.Error))
+		}
+	}
+	section("Errored cells", "errors are not regressions; they make the comparison impossible to judge", items)
+}
+
+// WriteMarkdown writes the comparison as a pull-request comment, with the
+// assembled-agent diff when one was given.
+func (c *Comparison) WriteMarkdown(w io.Writer) error {
+	ew := &errWriter{w: w}
+	icon := "✅"
+	switch c.Verdict.Outcome {
+	case OutcomeRegression:
+		icon = "❌"
+	case OutcomeErrored, OutcomeIncomplete:
+		icon = "⚠️"
+	}
+	fmt.Fprintf(ew, "### %s dageval compare · %s: %s\n\n", icon, md(c.Suite), strings.ToLower(outcomeLabel(c.Verdict.Outcome)))
+	fmt.Fprintf(ew, "%s\n", md(c.Verdict.Reason))
+	if len(c.Verdict.Details) > 0 {
+		fmt.Fprintf(ew, "\nSupported changes:\n\n")
+	}
+	for _, d := range c.Verdict.Details {
+		fmt.Fprintf(ew, "- %s\n", md(d))
+	}
+	fmt.Fprintf(ew, "\n%s. Gate: exit %d.\n\n", md(c.sides()), c.Verdict.ExitCode)
+	var rows [][]string
+	row := func(e Effect, m, p string) []string {
+		return []string{m, p, strconv.Itoa(e.Pairs), pct(e.BasePassRate) + " → " + pct(e.HeadPassRate), ppDelta(e.PassDelta), ciPP(e.PassCI),
+			fmt.Sprintf("%d / %d", e.Regressions, e.Improvements), pvalue(e.McNemarP), signed(e.ScoreDelta), ciScore(e.ScoreCI)}
+	}
+	for _, e := range c.Groups {
+		rows = append(rows, row(e, mdCode(e.Model), md(e.Profile)))
+	}
+	rows = append(rows, row(c.Overall, "**overall**", ""))
+	mdTable(ew, "llrrrrrrrr", []string{"Model", "Profile", "Pairs", "Pass rate", "Δ", "CI", "pass→fail / fail→pass", "McNemar p", "Δ score", "Score CI"}, rows...)
+	fmt.Fprintf(ew, "\nMinimum detectable effect: %s.\n", md(c.mdeSentence()))
+
+	fmt.Fprintf(ew, "\n<details><summary>Gate tests</summary>\n\nHolm-adjusted over %d tests, α = %s, tolerance %s; intervals from a %d-resample cluster bootstrap (seed %d).\n\n",
+		len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
+	rows = rows[:0]
+	for _, x := range c.Tests {
+		d, ci := ppDelta(x.Delta), ciPP(x.CI)
+		if x.Metric == "score" {
+			d, ci = signed(x.Delta), ciScore(x.CI)
+		}
+		sup := "no"
+		if x.Significant {
+			sup = "**yes**"
+			if !x.BeyondTolerance {
+				sup = "yes, within tolerance"
+			}
+		}
+		rows = append(rows, []string{md(x.Scope), md(x.Metric), d, ci, fmt.Sprintf("%d / %d", x.Down, x.Up), pvalue(x.P), pvalue(x.PAdjusted), sup})
+	}
+	mdTable(ew, "llrrrrrl", []string{"Scope", "Metric", "Δ", "CI", "Down / up", "p", "p adjusted", "Supported"}, rows...)
+	fmt.Fprintf(ew, "\n</details>\n")
+	c.writeCaseLists(ew, true)
+	if c.AgentDiff != "" {
+		fence := "```"
+		for strings.Contains(c.AgentDiff, fence) {
+			fence += "`"
+		}
+		fmt.Fprintf(ew, "\n<details><summary>Assembled agent: base → head (dageval assemble --diff)</summary>\n\n%sdiff\n%s\n%s\n\n</details>\n", fence, strings.TrimRight(c.AgentDiff, "\n"), fence)
+	}
+	return ew.err
+}
+
+// RenderComparison writes a comparison in one of table, md or json.
+func RenderComparison(w io.Writer, c *Comparison, f Format) error {
+	switch f {
+	case FormatTable:
+		return c.WriteText(w)
+	case FormatMD:
+		return c.WriteMarkdown(w)
+	case FormatJSON:
+		b, err := c.JSON()
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return fmt.Errorf("compare renders table, md or json, not %q", f)
+}

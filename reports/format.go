@@ -1,0 +1,135 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// pct formats a rate in [0, 1] as a percentage with one decimal.
+func pct(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
+
+// ppDelta formats a difference of rates in percentage points, signed.
+func ppDelta(x float64) string {
+	s := strconv.FormatFloat(100*x, 'f', 1, 64)
+	if s == "-0.0" {
+		s = "0.0"
+	}
+	if !strings.HasPrefix(s, "-") && s != "0.0" {
+		s = "+" + s
+	}
+	return s + " pp"
+}
+
+// signed formats a score difference with an explicit sign.
+func signed(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 3, 64)
+	if s == "-0.000" {
+		s = "0.000"
+	}
+	if !strings.HasPrefix(s, "-") && s != "0.000" {
+		s = "+" + s
+	}
+	return s
+}
+
+func ci(lo, hi float64) string { return pct(lo) + "–" + pct(hi) }
+
+func score(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) }
+
+// usd formats a cost; an unknown price gets an asterisk the renderers explain.
+func usd(x float64, known bool) string {
+	s := "$" + strconv.FormatFloat(x, 'f', 4, 64)
+	if !known {
+		s += "*"
+	}
+	return s
+}
+
+// thousands formats an integer with comma separators.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// pvalue formats a p-value readably without hiding how small it is.
+func pvalue(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "n/a"
+	case p >= 0.001:
+		return strconv.FormatFloat(p, 'f', 3, 64)
+	default:
+		return strconv.FormatFloat(p, 'e', 1, 64)
+	}
+}
+
+func cellName(k ReportKey) string {
+	return fmt.Sprintf("%s · %s · %s · epoch %d", k.Case, k.Model, k.Profile, k.Epoch)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// headline is the one-line verdict both the terminal and markdown reports open with.
+func (rep *Report) headline() string {
+	t := rep.Totals
+	verdict := "PASSED"
+	if !rep.Verdict.Passed {
+		verdict = "FAILED"
+	}
+	s := fmt.Sprintf("%s: %d of %d cells passed (%s, CI95 %s)", verdict, t.Passed, rep.ExpectedCells, pct(t.PassRate), ci(t.CI95[0], t.CI95[1]))
+	var extra []string
+	if t.Failed > 0 {
+		extra = append(extra, plural(t.Failed, "failed", "failed"))
+	}
+	if t.Errors > 0 {
+		extra = append(extra, plural(t.Errors, "errored", "errored"))
+	}
+	if n := rep.ExpectedCells - rep.ActualCells; n > 0 {
+		extra = append(extra, plural(n, "missing", "missing"))
+	}
+	if len(extra) > 0 {
+		s += "; " + strings.Join(extra, ", ")
+	}
+	return s
+}
+
+// costUnknown reports whether any figure in the report has an unpriced part.
+func (rep *Report) costUnknown() bool {
+	if !rep.Totals.CostKnown {
+		return true
+	}
+	for _, g := range rep.Groups {
+		if !g.CostKnown {
+			return true
+		}
+	}
+	return false
+}
+
+const costFootnote = "* a model had no price in the catalog; the cost counts only what could be priced"
+
+func groupLabel(g ReportGroup) (string, string) {
+	if g.Model == "" && g.Profile == "" {
+		return "total", ""
+	}
+	return g.Model, g.Profile
+}

@@ -1,0 +1,202 @@
+package reports
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// JUnit XML, in the shape CI systems (GitHub test reporters, GitLab,
+// Jenkins) read: one <testsuite> per model × profile and one <testcase> per
+// cell. A failed cell is a <failure>, an errored or missing cell an
+// <error>, since neither could be judged. No time attributes: wall time would
+// make two replays of a suite differ.
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name       string          `xml:"name,attr"`
+	Classname  string          `xml:"classname,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Failure    *junitProblem   `xml:"failure,omitempty"`
+	Error      *junitProblem   `xml:"error,omitempty"`
+	SystemOut  *junitText      `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",cdata"`
+}
+
+// junitText keeps multi-line output readable in the file.
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+func f6(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+// tokenProps lists token counts as properties; with skipZero, roles that
+// spent nothing are left out to keep per-cell properties short.
+func tokenProps(prefix string, t Tokens, skipZero bool) []junitProperty {
+	var ps []junitProperty
+	for _, rc := range roleCounts(t) {
+		c := rc.Tokens
+		if skipZero && c.total() == 0 {
+			continue
+		}
+		ps = append(ps,
+			junitProperty{prefix + rc.Role + ".input_tokens", strconv.Itoa(c.Input)},
+			junitProperty{prefix + rc.Role + ".output_tokens", strconv.Itoa(c.Output)},
+			junitProperty{prefix + rc.Role + ".cache_read_tokens", strconv.Itoa(c.CacheRead)},
+			junitProperty{prefix + rc.Role + ".cache_write_tokens", strconv.Itoa(c.CacheWrite)},
+		)
+	}
+	return ps
+}
+
+// WriteJUnit writes the report as JUnit XML.
+func (rep *Report) WriteJUnit(w io.Writer) error {
+	doc := junitSuites{Name: "dageval " + rep.Suite}
+	failing := map[string]FailingCell{}
+	for _, f := range rep.Failing {
+		failing[f.ID] = f
+	}
+	missing := map[[2]string][]ReportKey{}
+	for _, m := range rep.Missing {
+		k := [2]string{m.Model, m.Profile}
+		missing[k] = append(missing[k], m)
+	}
+	for _, g := range rep.Groups {
+		s := junitSuite{Name: g.Model + " × " + g.Profile}
+		s.Properties = append([]junitProperty{
+			{"model", g.Model}, {"profile", g.Profile},
+			{"pass_rate", f6(g.PassRate)}, {"ci95_low", f6(g.CI95[0])}, {"ci95_high", f6(g.CI95[1])},
+			{"mean_score", f6(g.MeanScore)}, {"k", strconv.Itoa(g.K)},
+			{"pass_at_k", f6(g.PassAtK)}, {"pass_hat_k", f6(g.PassHatK)},
+			{"cost_usd", f6(g.CostUSD)}, {"cost_known", strconv.FormatBool(g.CostKnown)},
+		}, tokenProps("tokens.", g.Tokens, false)...)
+		classname := junitClass(g.Model, g.Profile)
+		for _, c := range rep.Cells {
+			if c.Model != g.Model || c.Profile != g.Profile {
+				continue
+			}
+			tc := junitCase{Name: fmt.Sprintf("%s [epoch %d]", c.Case, c.Epoch), Classname: classname}
+			tc.Properties = append([]junitProperty{
+				{"id", c.ID}, {"status", c.Status}, {"score", f6(c.Score)}, {"steps", strconv.Itoa(c.Steps)},
+				{"cost_usd", f6(c.CostUSD)}, {"cost_known", strconv.FormatBool(c.CostKnown)},
+			}, tokenProps("tokens.", c.Tokens, true)...)
+			tc.SystemOut = &junitText{cellSystemOut(c)}
+			if f, bad := failing[c.ID]; bad {
+				p := &junitProblem{Type: f.Status, Message: failureMessage(f), Text: failureText(f)}
+				if c.Status == "error" {
+					tc.Error = p
+					s.Errors++
+				} else {
+					tc.Failure = p
+					s.Failures++
+				}
+			}
+			s.Cases = append(s.Cases, tc)
+		}
+		for _, m := range missing[[2]string{g.Model, g.Profile}] {
+			s.Cases = append(s.Cases, junitCase{
+				Name: fmt.Sprintf("%s [epoch %d]", m.Case, m.Epoch), Classname: classname,
+				Error: &junitProblem{Type: "missing", Message: "no result: the cell did not run to completion", Text: "A missing cell counts as a failure."},
+			})
+			s.Errors++
+		}
+		s.Tests = len(s.Cases)
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+		doc.Suites = append(doc.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// junitClass makes a dotted class name, which CI viewers group by.
+func junitClass(model, profile string) string {
+	r := strings.NewReplacer(".", "_", " ", "_")
+	return "dageval." + r.Replace(model) + "." + r.Replace(profile)
+}
+
+func failureMessage(f FailingCell) string {
+	if f.Error != "" {
+		return firstLine(f.Error)
+	}
+	var parts []string
+	if n := len(f.Gaps); n > 0 {
+		parts = append(parts, fmt.Sprintf("rubric %s: %s", f.RubricResult, plural(n, "criterion not met", "criteria not met")))
+	}
+	if n := len(f.FailedChecks); n > 0 {
+		parts = append(parts, plural(n, "check failed", "checks failed"))
+	}
+	if len(parts) == 0 {
+		return "failed with score " + score(f.Score)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func failureText(f FailingCell) string {
+	var b strings.Builder
+	if f.Error != "" {
+		fmt.Fprintf(&b, "error: %s\n", f.Error)
+	}
+	for _, g := range f.Gaps {
+		fmt.Fprintf(&b, "rubric criterion %s: %s\n", g.Criterion, g.Gap)
+	}
+	for _, c := range f.FailedChecks {
+		fmt.Fprintf(&b, "check %s: %s\n", c.Name, c.Detail)
+	}
+	return b.String()
+}
+
+func cellSystemOut(c ReportCell) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "score %s, %d steps, cost %s\n", score(c.Score), c.Steps, usd(c.CostUSD, c.CostKnown))
+	if len(c.ToolCalls) > 0 {
+		fmt.Fprintf(&b, "tool calls: %s\n", strings.Join(c.ToolCalls, ", "))
+	}
+	for _, rc := range roleCounts(c.Tokens) {
+		t := rc.Tokens
+		if t.total() == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "tokens %s: %d in, %d out, %d cache read, %d cache write\n", rc.Role, t.Input, t.Output, t.CacheRead, t.CacheWrite)
+	}
+	return b.String()
+}

@@ -1,0 +1,154 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// mdEscaper backslash-escapes what GitHub markdown would otherwise read as
+// markup or raw HTML in free text such as rubric gaps and error messages.
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"<", `\<`, ">", `\>`, "|", `\|`, "#", `\#`, "~", `\~`,
+)
+
+// mdMaxCells caps the cells listed in a markdown section: a pull-request
+// comment has a size limit, and past a few dozen cells a reader wants the
+// HTML report anyway.
+const mdMaxCells = 40
+
+func md(s string) string { return mdEscaper.Replace(oneLine(s)) }
+
+// mdCode renders s as inline code, choosing a fence longer than any run of
+// backticks inside it.
+func mdCode(s string) string {
+	s = oneLine(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	pad := ""
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		pad = " "
+	}
+	return fence + pad + strings.ReplaceAll(s, "|", `\|`) + pad + fence
+}
+
+// mdTable writes a GitHub table; align holds 'l' or 'r' per column.
+func mdTable(w io.Writer, align string, header []string, rows ...[]string) {
+	fmt.Fprintf(w, "| %s |\n|", strings.Join(header, " | "))
+	for _, a := range align {
+		if a == 'r' {
+			fmt.Fprint(w, "---:|")
+		} else {
+			fmt.Fprint(w, "---|")
+		}
+	}
+	fmt.Fprintln(w)
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+	}
+}
+
+func mdCellName(k ReportKey) string {
+	return fmt.Sprintf("**%s** · %s · %s · epoch %d", md(k.Case), mdCode(k.Model), md(k.Profile), k.Epoch)
+}
+
+// WriteMarkdown writes the report shaped as a pull-request comment: the
+// verdict first, the summary table, and the detail folded away.
+func (rep *Report) WriteMarkdown(w io.Writer) error {
+	ew := &errWriter{w: w}
+	icon := "✅"
+	if !rep.Verdict.Passed {
+		icon = "❌"
+	}
+	fmt.Fprintf(ew, "### %s dageval · %s\n\n", icon, md(rep.Suite))
+	fmt.Fprintf(ew, "**%s** (%s mode)\n", md(rep.headline()), md(rep.Mode))
+	if len(rep.Verdict.Reasons) > 0 {
+		fmt.Fprintln(ew)
+		for _, r := range rep.Verdict.Reasons {
+			fmt.Fprintf(ew, "- %s\n", md(r))
+		}
+	}
+	fmt.Fprintln(ew)
+	k := strconv.Itoa(rep.Totals.K)
+	var rows [][]string
+	for _, g := range append(append([]ReportGroup(nil), rep.Groups...), rep.Totals) {
+		m, p := groupLabel(g)
+		if m == "total" {
+			m = "**total**"
+		} else {
+			m = mdCode(m)
+		}
+		rows = append(rows, []string{m, md(p), pct(g.PassRate), ci(g.CI95[0], g.CI95[1]), strconv.Itoa(g.Passed), strconv.Itoa(g.Failed), strconv.Itoa(g.Errors), strconv.Itoa(g.Missing),
+			score(g.MeanScore), pct(g.PassAtK), pct(g.PassHatK), md(usd(g.CostUSD, g.CostKnown))})
+	}
+	mdTable(ew, "llrrrrrrrrrr", []string{"Model", "Profile", "Pass rate", "CI95", "Pass", "Fail", "Error", "Missing", "Score", "pass@" + k, "pass^" + k, "Cost"}, rows...)
+	if rep.costUnknown() {
+		fmt.Fprintf(ew, "\n%s\n", md(costFootnote))
+	}
+
+	fmt.Fprintf(ew, "\n<details><summary>Tokens per role</summary>\n\n")
+	rows = rows[:0]
+	for _, g := range append(append([]ReportGroup(nil), rep.Groups...), rep.Totals) {
+		m, p := groupLabel(g)
+		if m != "total" {
+			m = mdCode(m)
+		}
+		io := func(c TokenCount) string {
+			s := thousands(c.Input) + " / " + thousands(c.Output)
+			if c.CacheRead+c.CacheWrite > 0 {
+				s += fmt.Sprintf(" (cache %s / %s)", thousands(c.CacheRead), thousands(c.CacheWrite))
+			}
+			return s
+		}
+		rows = append(rows, []string{m, md(p), io(g.Tokens.Agent), io(g.Tokens.Subagents), io(g.Tokens.Grader), thousands(g.Tokens.Total.total())})
+	}
+	mdTable(ew, "llrrrr", []string{"Model", "Profile", "Agent in / out", "Subagents in / out", "Grader in / out", "Total"}, rows...)
+	fmt.Fprintf(ew, "\n</details>\n")
+
+	if !rep.CellsIncluded {
+		fmt.Fprintf(ew, "\nCell results were not available (summary file only).\n")
+		return ew.err
+	}
+	if len(rep.Failing) > 0 {
+		fmt.Fprintf(ew, "\n<details><summary>Failing cells (%d)</summary>\n\n", len(rep.Failing))
+		for i, f := range rep.Failing {
+			if i == mdMaxCells {
+				fmt.Fprintf(ew, "… and %d more; the JSON and HTML reports list every cell.\n\n", len(rep.Failing)-i)
+				break
+			}
+			writeFailingMarkdown(ew, f)
+		}
+		fmt.Fprintf(ew, "</details>\n")
+	}
+	if len(rep.Missing) > 0 {
+		fmt.Fprintf(ew, "\n<details><summary>Missing cells (%d)</summary>\n\n", len(rep.Missing))
+		for _, m := range rep.Missing {
+			fmt.Fprintf(ew, "- %s\n", mdCellName(m))
+		}
+		fmt.Fprintf(ew, "\n</details>\n")
+	}
+	return ew.err
+}
+
+func writeFailingMarkdown(w io.Writer, f FailingCell) {
+	fmt.Fprintf(w, "%s — %s, score %s\n", mdCellName(f.ReportKey), strings.ToUpper(f.Status), score(f.Score))
+	if f.Error != "" {
+		block := clipLines(f.Error, errorLines)
+		fence := "```"
+		for strings.Contains(block, fence) {
+			fence += "`"
+		}
+		fmt.Fprintf(w, "\n%stext\n%s\n%s\n", fence, block, fence)
+	}
+	for _, g := range f.Gaps {
+		fmt.Fprintf(w, "- ✗ rubric (%s) **%s**: %s\n", md(f.RubricResult), md(g.Criterion), md(g.Gap))
+	}
+	for _, c := range f.FailedChecks {
+		fmt.Fprintf(w, "- ✗ check %s: %s\n", mdCode(c.Name), md(c.Detail))
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,375 @@
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// ReportSchema names the JSON report format; it changes only when a field
+// changes meaning or goes away, and the schema file with the same version
+// (schema/report.v1.json) describes it.
+const ReportSchema = "dageval.report/v1"
+
+const reportSchemaPrefix = "dageval.report/"
+
+// Report is the JSON report: the summary, every cell without its transcript,
+// and what the run's verdict rests on. Wall-clock durations are left out so
+// that two replays of a suite give byte-identical reports.
+type Report struct {
+	Schema string `json:"schema"`
+	// ResultsSchemaVersion is the evals.SchemaVersion of the files the
+	// report was made from.
+	ResultsSchemaVersion int           `json:"results_schema_version"`
+	Suite                string        `json:"suite"`
+	SuiteDigest          string        `json:"suite_digest"`
+	Mode                 string        `json:"mode"`
+	Verdict              ReportVerdict `json:"verdict"`
+	ExpectedCells        int           `json:"expected_cells"`
+	ActualCells          int           `json:"actual_cells"`
+	Complete             bool          `json:"complete"`
+	Thresholds           *ReportLimits `json:"thresholds,omitempty"`
+	Groups               []ReportGroup `json:"groups"`
+	Totals               ReportGroup   `json:"totals"`
+	Missing              []ReportKey   `json:"missing"`
+	Cells                []ReportCell  `json:"cells"`
+	Failing              []FailingCell `json:"failing"`
+	CellsIncluded        bool          `json:"cells_included"`
+	Roles                []RoleTotals  `json:"roles"`
+}
+
+// ReportVerdict is the run's own verdict (thresholds, or every cell passing).
+type ReportVerdict struct {
+	Passed  bool     `json:"passed"`
+	Reasons []string `json:"reasons"`
+}
+
+// ReportLimits are the suite's thresholds; absent ones are null.
+type ReportLimits struct {
+	PassRate   *float64 `json:"pass_rate"`
+	MeanScore  *float64 `json:"mean_score"`
+	PassHatK   *float64 `json:"pass_hat_k"`
+	MaxCostUSD *float64 `json:"max_cost_usd"`
+}
+
+// ReportKey identifies a cell.
+type ReportKey struct {
+	Case    string `json:"case"`
+	Model   string `json:"model"`
+	Profile string `json:"profile"`
+	Epoch   int    `json:"epoch"`
+}
+
+// ReportGroup aggregates a model × profile (Model and Profile empty for totals).
+type ReportGroup struct {
+	Model     string     `json:"model"`
+	Profile   string     `json:"profile"`
+	Expected  int        `json:"expected"`
+	Cells     int        `json:"cells"`
+	Passed    int        `json:"passed"`
+	Failed    int        `json:"failed"`
+	Errors    int        `json:"errors"`
+	Missing   int        `json:"missing"`
+	PassRate  float64    `json:"pass_rate"`
+	CI95      [2]float64 `json:"ci95"`
+	MeanScore float64    `json:"mean_score"`
+	K         int        `json:"k"`
+	PassAtK   float64    `json:"pass_at_k"`
+	PassHatK  float64    `json:"pass_hat_k"`
+	CostUSD   float64    `json:"cost_usd"`
+	CostKnown bool       `json:"cost_known"`
+	Tokens    Tokens     `json:"tokens"`
+}
+
+// Tokens is token usage per role and in total.
+type Tokens struct {
+	Agent     TokenCount `json:"agent"`
+	Subagents TokenCount `json:"subagents"`
+	Grader    TokenCount `json:"grader"`
+	Total     TokenCount `json:"total"`
+}
+
+// TokenCount is one role's token usage.
+type TokenCount struct {
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	CacheRead  int `json:"cache_read"`
+	CacheWrite int `json:"cache_write"`
+}
+
+// RoleTotals is the run's token usage of one role, over all cells.
+type RoleTotals struct {
+	Role   string     `json:"role"`
+	Tokens TokenCount `json:"tokens"`
+}
+
+// ReportCell is one cell's result, without transcript or duration.
+type ReportCell struct {
+	ReportKey
+	ID        string        `json:"id"`
+	Tags      []string      `json:"tags"`
+	Status    string        `json:"status"`
+	Score     float64       `json:"score"`
+	Rubric    *ReportRubric `json:"rubric"`
+	Checks    []ReportCheck `json:"checks"`
+	Tokens    Tokens        `json:"tokens"`
+	CostUSD   float64       `json:"cost_usd"`
+	CostKnown bool          `json:"cost_known"`
+	Steps     int           `json:"steps"`
+	ToolCalls []string      `json:"tool_calls"`
+	Error     string        `json:"error"`
+}
+
+// ReportRubric is a cell's final rubric verdict.
+type ReportRubric struct {
+	Result      string            `json:"result"`
+	Iterations  int               `json:"iterations"`
+	Explanation string            `json:"explanation"`
+	Score       float64           `json:"score"`
+	Criteria    []ReportCriterion `json:"criteria"`
+}
+
+// ReportCriterion is one rubric criterion's verdict.
+type ReportCriterion struct {
+	Name   string `json:"name"`
+	Passed bool   `json:"passed"`
+	Gap    string `json:"gap"`
+}
+
+// ReportCheck is one deterministic check's verdict.
+type ReportCheck struct {
+	Name   string  `json:"name"`
+	Passed bool    `json:"passed"`
+	Score  float64 `json:"score"`
+	Detail string  `json:"detail"`
+}
+
+// FailingCell says why a cell did not pass, in one place: the rubric gaps,
+// the failed checks, the error.
+type FailingCell struct {
+	ReportKey
+	ID           string        `json:"id"`
+	Status       string        `json:"status"`
+	Score        float64       `json:"score"`
+	RubricResult string        `json:"rubric_result"`
+	Gaps         []ReportGap   `json:"gaps"`
+	FailedChecks []ReportCheck `json:"failed_checks"`
+	Error        string        `json:"error"`
+}
+
+// ReportGap is a failed rubric criterion and what was missing.
+type ReportGap struct {
+	Criterion string `json:"criterion"`
+	Gap       string `json:"gap"`
+}
+
+// Build turns a loaded run into a Report. It is the one place the text,
+// markdown, JSON and JUnit renderers get their numbers from.
+func Build(r *Run) *Report {
+	s := r.Summary
+	rep := &Report{
+		Schema:               ReportSchema,
+		ResultsSchemaVersion: s.SchemaVersion,
+		Suite:                s.Suite,
+		SuiteDigest:          s.SuiteDigest,
+		Mode:                 s.Mode,
+		Verdict:              ReportVerdict{Passed: s.Passed, Reasons: nonNil(s.Reasons)},
+		ExpectedCells:        s.ExpectedCells,
+		ActualCells:          s.ActualCells,
+		Complete:             s.Complete,
+		Totals:               groupOf(s.Totals),
+		Groups:               []ReportGroup{},
+		Missing:              []ReportKey{},
+		Cells:                []ReportCell{},
+		Failing:              []FailingCell{},
+		CellsIncluded:        r.HasResults,
+	}
+	if t := s.Thresholds; t != nil {
+		rep.Thresholds = &ReportLimits{PassRate: t.PassRate, MeanScore: t.MeanScore, PassHatK: t.PassHatK, MaxCostUSD: t.MaxCostUSD}
+	}
+	for _, g := range s.Groups {
+		rep.Groups = append(rep.Groups, groupOf(g))
+	}
+	for _, k := range s.Missing {
+		rep.Missing = append(rep.Missing, keyOf(k))
+	}
+	for _, c := range r.sortedResults() {
+		cell := cellOf(c)
+		rep.Cells = append(rep.Cells, cell)
+		if c.Status != evals.StatusPass {
+			rep.Failing = append(rep.Failing, failingOf(cell))
+		}
+	}
+	t := s.Totals.Tokens
+	rep.Roles = []RoleTotals{{"agent", countOf(t.Agent)}, {"subagents", countOf(t.Subagents)}, {"grader", countOf(t.Grader)}, {"total", countOf(t.Total())}}
+	return rep
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func keyOf(k evals.CellKey) ReportKey {
+	return ReportKey{Case: k.Case, Model: k.Model, Profile: k.Profile, Epoch: k.Epoch}
+}
+
+func countOf(u llm.Usage) TokenCount {
+	return TokenCount{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
+}
+
+func tokensOf(u evals.RoleUsage) Tokens {
+	return Tokens{Agent: countOf(u.Agent), Subagents: countOf(u.Subagents), Grader: countOf(u.Grader), Total: countOf(u.Total())}
+}
+
+func groupOf(g evals.GroupSummary) ReportGroup {
+	return ReportGroup{
+		Model: g.Model, Profile: g.Profile, Expected: g.Expected, Cells: g.Cells,
+		Passed: g.Passed, Failed: g.Failed, Errors: g.Errors, Missing: g.Missing,
+		PassRate: g.PassRate, CI95: g.CI95, MeanScore: g.MeanScore, K: g.K,
+		PassAtK: g.PassAtK, PassHatK: g.PassHatK, CostUSD: g.CostUSD, CostKnown: g.CostKnown,
+		Tokens: tokensOf(g.Tokens),
+	}
+}
+
+func cellOf(c evals.CellResult) ReportCell {
+	rc := ReportCell{
+		ReportKey: keyOf(c.CellKey), ID: c.ID, Tags: nonNil(c.Tags), Status: string(c.Status), Score: c.Score,
+		Checks: []ReportCheck{}, Tokens: tokensOf(c.Usage), CostUSD: c.CostUSD, CostKnown: c.CostKnown,
+		Steps: c.Steps, ToolCalls: nonNil(c.ToolCalls), Error: c.Error,
+	}
+	if ru := c.Rubric; ru != nil {
+		rr := &ReportRubric{Result: ru.Result, Iterations: ru.Iterations, Explanation: ru.Explanation, Score: ru.Score, Criteria: []ReportCriterion{}}
+		for _, cr := range ru.Criteria {
+			rr.Criteria = append(rr.Criteria, ReportCriterion(cr))
+		}
+		rc.Rubric = rr
+	}
+	for _, ch := range c.Checks {
+		rc.Checks = append(rc.Checks, ReportCheck(ch))
+	}
+	return rc
+}
+
+func failingOf(c ReportCell) FailingCell {
+	f := FailingCell{ReportKey: c.ReportKey, ID: c.ID, Status: c.Status, Score: c.Score, Gaps: []ReportGap{}, FailedChecks: []ReportCheck{}, Error: c.Error}
+	if c.Rubric != nil {
+		f.RubricResult = c.Rubric.Result
+		for _, cr := range c.Rubric.Criteria {
+			if !cr.Passed {
+				f.Gaps = append(f.Gaps, ReportGap{Criterion: cr.Name, Gap: cr.Gap})
+			}
+		}
+	}
+	for _, ch := range c.Checks {
+		if !ch.Passed {
+			f.FailedChecks = append(f.FailedChecks, ch)
+		}
+	}
+	return f
+}
+
+// JSON renders the report as indented JSON with a trailing newline.
+func (rep *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// loadReport reads a JSON report back into a Run, so that a single report
+// file can serve as compare's baseline.
+func loadReport(path string, data []byte) (*Run, error) {
+	var rep Report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return nil, jsonError(path, data, err)
+	}
+	if rep.Schema != ReportSchema {
+		return nil, &Error{File: path, Field: "schema", Err: fmt.Errorf("%w %q: this dageval reads %q", ErrSchemaVersion, rep.Schema, ReportSchema)}
+	}
+	if rep.ResultsSchemaVersion != evals.SchemaVersion {
+		return nil, &Error{File: path, Field: "results_schema_version", Err: fmt.Errorf("%w %d: this dageval reads version %d", ErrSchemaVersion, rep.ResultsSchemaVersion, evals.SchemaVersion)}
+	}
+	if !rep.CellsIncluded {
+		return nil, &Error{File: path, Field: "cells_included", Err: errors.New("the report was made from a summary alone and has no cells to pair")}
+	}
+	r := &Run{Source: path, HasResults: true, Details: map[string]*evals.CellDetail{}}
+	s := &r.Summary
+	s.SchemaVersion, s.Suite, s.SuiteDigest, s.Mode = rep.ResultsSchemaVersion, rep.Suite, rep.SuiteDigest, rep.Mode
+	s.ExpectedCells, s.ActualCells, s.Complete = rep.ExpectedCells, rep.ActualCells, rep.Complete
+	s.Passed, s.Reasons = rep.Verdict.Passed, rep.Verdict.Reasons
+	if t := rep.Thresholds; t != nil {
+		s.Thresholds = &evals.Thresholds{PassRate: t.PassRate, MeanScore: t.MeanScore, PassHatK: t.PassHatK, MaxCostUSD: t.MaxCostUSD}
+	}
+	for _, g := range rep.Groups {
+		s.Groups = append(s.Groups, groupBack(g))
+	}
+	s.Totals = groupBack(rep.Totals)
+	for _, k := range rep.Missing {
+		s.Missing = append(s.Missing, evals.CellKey(k))
+	}
+	seen := map[evals.CellKey]bool{}
+	for i, c := range rep.Cells {
+		cr := cellBack(c)
+		if field, err := checkCell(&cr); err != nil {
+			return nil, &Error{File: path, Field: fmt.Sprintf("cells[%d].%s", i, field), Err: err}
+		}
+		if seen[cr.CellKey] {
+			return nil, &Error{File: path, Field: fmt.Sprintf("cells[%d]", i), Err: fmt.Errorf("cell %s appears twice", keyString(cr.CellKey))}
+		}
+		seen[cr.CellKey] = true
+		r.Results = append(r.Results, cr)
+	}
+	if err := checkGroups(path, r); err != nil {
+		e := err.(*Error)
+		e.Line, e.Field = 0, "cells"
+		return nil, e
+	}
+	if len(r.Results) != s.ActualCells {
+		return nil, &Error{File: path, Field: "cells", Err: fmt.Errorf("%d cells, but actual_cells is %d", len(r.Results), s.ActualCells)}
+	}
+	return r, nil
+}
+
+func usageBack(t TokenCount) llm.Usage {
+	return llm.Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.CacheRead, CacheWriteTokens: t.CacheWrite}
+}
+
+func roleUsageBack(t Tokens) evals.RoleUsage {
+	return evals.RoleUsage{Agent: usageBack(t.Agent), Subagents: usageBack(t.Subagents), Grader: usageBack(t.Grader)}
+}
+
+func groupBack(g ReportGroup) evals.GroupSummary {
+	return evals.GroupSummary{
+		Model: g.Model, Profile: g.Profile, Expected: g.Expected, Cells: g.Cells,
+		Passed: g.Passed, Failed: g.Failed, Errors: g.Errors, Missing: g.Missing,
+		PassRate: g.PassRate, CI95: g.CI95, MeanScore: g.MeanScore, K: g.K,
+		PassAtK: g.PassAtK, PassHatK: g.PassHatK, CostUSD: g.CostUSD, CostKnown: g.CostKnown,
+		Tokens: roleUsageBack(g.Tokens),
+	}
+}
+
+func cellBack(c ReportCell) evals.CellResult {
+	cr := evals.CellResult{
+		CellKey: evals.CellKey(c.ReportKey), ID: c.ID, Tags: c.Tags, Status: evals.Status(c.Status), Score: c.Score,
+		Usage: roleUsageBack(c.Tokens), CostUSD: c.CostUSD, CostKnown: c.CostKnown, Steps: c.Steps,
+		ToolCalls: c.ToolCalls, Error: c.Error,
+	}
+	if c.Rubric != nil {
+		ro := &evals.RubricOutcome{Result: c.Rubric.Result, Iterations: c.Rubric.Iterations, Explanation: c.Rubric.Explanation, Score: c.Rubric.Score}
+		for _, cr := range c.Rubric.Criteria {
+			ro.Criteria = append(ro.Criteria, evals.CriterionOutcome(cr))
+		}
+		cr.Rubric = ro
+	}
+	for _, ch := range c.Checks {
+		cr.Checks = append(cr.Checks, evals.CheckOutcome(ch))
+	}
+	return cr
+}
