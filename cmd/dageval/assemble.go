@@ -137,3 +137,23 @@ func describe(ctx context.Context, agentFile, model string, profileFiles []strin
 	}
 	return a.Describe(ctx, opts)
 }
+
+func init() {
+	// compare --base-agent/--head-agent shows the assembled agents' diff
+	// beside the behavioural change.
+	agentDiff = func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, model string) (string, error) {
+		base, err := describe(ctx, baseAgent, model, baseProfiles)
+		if err != nil {
+			return "", fmt.Errorf("base: %w", err)
+		}
+		head, err := describe(ctx, headAgent, model, headProfiles)
+		if err != nil {
+			return "", fmt.Errorf("head: %w", err)
+		}
+		out, differ := harness.Diff(base, head)
+		if !differ {
+			return "", nil
+		}
+		return out, nil
+	}
+}

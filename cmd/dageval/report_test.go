@@ -191,7 +191,7 @@ func TestCompareCommandExit2(t *testing.T) {
 		{"one argument", []string{"compare", base}, "want BASE and HEAD"},
 		{"bad format", []string{"compare", base, base, "--format", "html"}, "--format must be table, md or json"},
 		{"bad alpha", []string{"compare", base, base, "--alpha", "1.5"}, "--alpha must be between 0 and 1"},
-		{"agent flags without the pipeline", []string{"compare", base, base, "--head-profile", "p.yaml"}, "need the assembly pipeline"},
+		{"unreadable head profile", []string{"compare", base, base, "--head-profile", "p.yaml"}, "head: profile: open p.yaml"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
