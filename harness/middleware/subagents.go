@@ -106,8 +106,11 @@ How to use it:
 - Tasks are independent of each other and of earlier tasks; a subagent remembers nothing between calls.
 - To run several independent tasks at once, call task several times in the same turn.
 - Say whether the subagent should produce content, analyse something, or research; it cannot ask you.
-- When a subagent's description says to use it proactively, do so without being asked.
-- Prefer general-purpose for broad, multi-step work that needs the same tools you have; do small, single-step work yourself.`
+- When a subagent's description says to use it proactively, do so without being asked.`
+
+// generalPurposeHint ends the default description when a general-purpose
+// subagent exists; without one it would send the model to a type it cannot use.
+const generalPurposeHint = "\n- Prefer general-purpose for broad, multi-step work that needs the same tools you have; do small, single-step work yourself."
 
 func (m *SubAgentMiddleware) agentList() string {
 	var sb strings.Builder
@@ -124,6 +127,9 @@ func (m *SubAgentMiddleware) description() string {
 	d := m.opts.TaskDescription
 	if d == "" {
 		d = defaultTaskDescription
+		if _, ok := m.byName["general-purpose"]; ok {
+			d += generalPurposeHint
+		}
 	}
 	return strings.ReplaceAll(d, "{available_agents}", m.agentList())
 }
