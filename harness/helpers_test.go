@@ -227,3 +227,5 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+func inputOf(text string) agent.Input { return agent.Input{Messages: []llm.Message{llm.User(text)}} }
