@@ -115,7 +115,11 @@ func New(cfg Config) (*Agent, error) {
 		switch spec.kind() {
 		case "async":
 			async = append(async, middleware.AsyncSubAgent{Name: spec.Name, Description: spec.Description, GraphID: spec.GraphID, URL: spec.URL, Headers: spec.Headers})
-			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "async", desc: "graph_id " + spec.GraphID})
+			desc := "graph_id " + spec.GraphID
+			if spec.URL != "" {
+				desc += " at " + spec.URL
+			}
+			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "async", desc: desc})
 		case "compiled":
 			inline = append(inline, middleware.SubAgent{Name: spec.Name, Description: spec.Description, Runner: spec.Runner})
 			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "compiled"})

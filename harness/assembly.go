@@ -140,16 +140,20 @@ func firstRequest(ctx context.Context, a *agent.Agent, opts DescribeOptions) (*l
 	return &capture.reqs[0], nil
 }
 
+// canonical re-encodes a schema with sorted keys and without HTML escapes,
+// so "<path>" in a description reads as written, not as "\u003cpath\u003e".
 func canonical(raw json.RawMessage) json.RawMessage {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return raw
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return raw
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // JSON renders the assembly as indented JSON with sorted object keys inside

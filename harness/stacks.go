@@ -182,7 +182,8 @@ func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
-	b.stacks = append(b.stacks, stack{name: GeneralPurposeName, kind: "general-purpose", agent: a})
+	// Listed first, as in the task tool's description.
+	b.stacks = append([]stack{{name: GeneralPurposeName, kind: "general-purpose", agent: a}}, b.stacks...)
 	return middleware.SubAgent{
 		Name:        GeneralPurposeName,
 		Description: b.prof.GeneralPurposeDescription(DefaultGeneralPurposeDescription),

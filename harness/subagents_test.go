@@ -425,3 +425,24 @@ func TestParallelTasks(t *testing.T) {
 	assert.Equal(t, "met", msgs[0].Text())
 	assert.Equal(t, "met", msgs[1].Text())
 }
+
+// The assembly lists the stacks in the order the task tool offers them:
+// main, general-purpose, then the caller's subagents as declared.
+func TestAssemblyStackOrder(t *testing.T) {
+	compiled, err := agent.New(agent.Config{Model: fakes.NewScripted()})
+	require.NoError(t, err)
+	a := newAgent(t, harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6"), SubAgents: []harness.SubAgentSpec{
+		{Name: "b-declarative", Description: "d", SystemPrompt: "p"},
+		{Name: "a-async", Description: "d", GraphID: "g"},
+		{Name: "c-compiled", Description: "d", Runner: compiled},
+	}})
+	as := describe(t, a)
+	var got []string
+	for _, s := range as.Stacks {
+		got = append(got, s.Name+" "+s.Kind)
+	}
+	assert.Equal(t, []string{"main main", "subagent:general-purpose general-purpose", "subagent:b-declarative declarative", "subagent:a-async async", "subagent:c-compiled compiled"}, got)
+	assert.NotEmpty(t, as.Stacks[3].Note)
+	assert.NotEmpty(t, as.Stacks[4].Note)
+	assert.Empty(t, as.Stacks[4].Middleware)
+}
