@@ -257,3 +257,26 @@ func TestToolDescriptionOverrides(t *testing.T) {
 		assert.Equal(t, "echo: x", res.State.Messages[2].Text(), "the copy still runs the caller's function")
 	})
 }
+
+// Config.Profile shapes every stack on the parent's model, declarative
+// subagents included; a subagent with a model of its own keeps its profile.
+func TestConfigProfileReachesSubagentsOnTheParentModel(t *testing.T) {
+	over := profile.MustHarnessProfile(profile.HarnessSpec{SystemPromptSuffix: ptr("Be terse."), ExcludedTools: []string{"delete"}})
+	a := newAgent(t, harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6"), Profile: over, SubAgents: []harness.SubAgentSpec{
+		{Name: "same", Description: "d", SystemPrompt: "Same model."},
+		{Name: "own", Description: "d", SystemPrompt: "Own model.", Model: fakeModel("other", "m")},
+	}})
+	as := describe(t, a)
+	for _, tt := range []struct{ stack, prompt string }{
+		{"main", "Be terse."},
+		{"subagent:" + gpName, harness.DefaultSubagentPrompt + "\n\nBe terse."},
+		{"subagent:same", "Same model.\n\nBe terse."},
+	} {
+		s := stackOf(t, as, tt.stack)
+		assert.Equal(t, tt.prompt, s.SystemPrompt, tt.stack)
+		assert.NotContains(t, stackTools(s), "delete", tt.stack)
+	}
+	own := stackOf(t, as, "subagent:own")
+	assert.Equal(t, "Own model.", own.SystemPrompt)
+	assert.Contains(t, stackTools(own), "delete")
+}

@@ -26,7 +26,8 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 		}
 		model = m
 	}
-	if model == nil {
+	parentModel := model == nil
+	if parentModel {
 		// Like Deep Agents, the profile then comes from the parent model's
 		// identity, not from the parent's spec string.
 		model = b.model
@@ -34,6 +35,11 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	prof, err := b.profileFor(model, modelSpec)
 	if err != nil {
 		return middleware.SubAgent{}, err
+	}
+	if parentModel {
+		// Config.Profile shapes the parent's model wherever it runs, as a
+		// profile registered for that model would.
+		prof = profile.MergeHarness(prof, b.cfg.Profile)
 	}
 	perms := spec.Permissions
 	if perms == nil {
