@@ -11,13 +11,17 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // AgentFile is the YAML form of Config used by dageval commands and suites.
+// Prompts and descriptions lose the final line break a YAML block scalar
+// ("|") gives them; blocks of a system_prompt list are kept exactly.
 type AgentFile struct {
 	// Path is the file the agent came from; relative paths inside it
 	// (profile files, filesystem roots) are resolved against its directory.
@@ -207,7 +211,8 @@ type BackendDecl struct {
 	ArtifactsRoot string                 `yaml:"artifacts_root"`
 }
 
-// ProviderDecl is a named model endpoint (see harness/provider).
+// ProviderDecl is a named model endpoint (see harness/provider); Kind is
+// openai-compatible (the default), openai or anthropic.
 type ProviderDecl struct {
 	Kind      string            `yaml:"kind"`
 	BaseURL   string            `yaml:"base_url"`
@@ -252,6 +257,7 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 		}
 		return key + "." + sub
 	}
+	af.trimTexts()
 	if af.Model != "" {
 		if _, err := llm.ParseSpec(af.Model); err != nil {
 			return nil, doc.Errorf(at("model"), "%v", err)
@@ -327,12 +333,35 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 			return nil, doc.Errorf(at(fmt.Sprintf("permissions[%d]", i)), "%v", err)
 		}
 	}
-	for name, pd := range af.Providers {
-		if pd.Kind != "" && pd.Kind != "openai-compatible" && pd.Kind != "anthropic" && pd.Kind != "openai" {
-			return nil, doc.Errorf(at("providers."+name+".kind"), "unknown provider kind %q (want openai-compatible, openai or anthropic)", pd.Kind)
+	for _, name := range sortedKeys(af.Providers) {
+		if err := af.Providers[name].entry().Validate(name); err != nil {
+			return nil, doc.Errorf(at("providers."+name), "%v", err)
 		}
-		if pd.BaseURL == "" && pd.Kind == "openai-compatible" {
-			return nil, doc.Errorf(at("providers."+name), "provider %q needs a base_url", name)
+	}
+	for _, p := range sortedKeys(af.Files) {
+		if err := checkAbsolute(p); err != nil {
+			return nil, doc.Errorf(at("files."+p), "%v", err)
+		}
+	}
+	if af.Skills != nil {
+		for i, p := range *af.Skills {
+			if err := checkAbsolute(p); err != nil {
+				return nil, doc.Errorf(at(fmt.Sprintf("skills[%d]", i)), "%v", err)
+			}
+		}
+	}
+	if af.Memory != nil {
+		for i, p := range *af.Memory {
+			if err := checkAbsolute(p); err != nil {
+				return nil, doc.Errorf(at(fmt.Sprintf("memory[%d]", i)), "%v", err)
+			}
+		}
+	}
+	for i, s := range af.SubAgents {
+		for j, p := range s.Skills {
+			if err := checkAbsolute(p); err != nil {
+				return nil, doc.Errorf(at(fmt.Sprintf("subagents[%d].skills[%d]", i, j)), "%v", err)
+			}
 		}
 	}
 	if af.Profile != nil && af.Profile.Inline != nil {
@@ -341,6 +370,47 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 		}
 	}
 	return af, nil
+}
+
+// trimTexts drops the line break a YAML block scalar ("|") leaves at the end
+// of a prompt or description: joined with a profile's prompt it would
+// otherwise turn the blank line between them into two.
+func (af *AgentFile) trimTexts() {
+	trim := func(s *string) { *s = strings.TrimRight(*s, "\r\n") }
+	trim(&af.SystemPrompt.Text)
+	for i := range af.Tools {
+		trim(&af.Tools[i].Description)
+	}
+	for i := range af.SubAgents {
+		trim(&af.SubAgents[i].Description)
+		trim(&af.SubAgents[i].SystemPrompt)
+	}
+}
+
+// checkAbsolute accepts a clean absolute path of the agent's virtual file
+// tree, the only form the file tools can find.
+func checkAbsolute(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%q is not an absolute path; paths in the agent's file tree start with /", p)
+	}
+	clean, err := backend.ValidatePath(p)
+	if err != nil {
+		return err
+	}
+	if want := strings.TrimSuffix(p, "/"); clean != want && p != "/" {
+		return fmt.Errorf("%q is not a clean path (write %q)", p, clean)
+	}
+	return nil
+}
+
+// entry is the provider entry a declaration describes; the kind defaults to
+// an OpenAI-compatible server.
+func (pd ProviderDecl) entry() provider.Entry {
+	kind := pd.Kind
+	if kind == "" {
+		kind = provider.KindOpenAICompatible
+	}
+	return provider.Entry{Kind: kind, BaseURL: pd.BaseURL, APIKeyEnv: pd.APIKeyEnv, Headers: pd.Headers}
 }
 
 func (b *BackendDecl) validate(doc *yamlx.Doc, path string) error {

@@ -27,6 +27,7 @@ type Agent struct {
 type stack struct {
 	name  string
 	kind  string // main, declarative, general-purpose, compiled, async
+	model string // the stack's model, for subagents built here
 	agent *agent.Agent
 	// async subagents have no stack of their own; desc describes them.
 	desc string
@@ -192,13 +193,24 @@ func (b *builder) profileFor(m llm.ChatModel, spec string) (*profile.HarnessProf
 }
 
 func (b *builder) describeModel() string {
-	if b.spec != "" {
-		return b.spec
+	if b.spec == "" {
+		if _, ok := llm.IdentityOf(b.model); !ok {
+			return "the model"
+		}
 	}
-	if id, ok := llm.IdentityOf(b.model); ok {
+	return modelName(b.model, b.spec)
+}
+
+// modelName names a model for the Assembly: its spec when it was given as
+// one, else its identity, else its Go type.
+func modelName(m llm.ChatModel, spec string) string {
+	if spec != "" {
+		return spec
+	}
+	if id, ok := llm.IdentityOf(m); ok {
 		return id.String()
 	}
-	return "the model"
+	return fmt.Sprintf("%T", m)
 }
 
 // overrideDescriptions returns copies of tools whose description a profile

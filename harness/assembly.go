@@ -32,7 +32,10 @@ type Stack struct {
 	// Name is "main" or "subagent:<name>".
 	Name string `json:"name"`
 	// Kind is main, general-purpose, declarative, compiled or async.
-	Kind         string     `json:"kind"`
+	Kind string `json:"kind"`
+	// Model is the model of a subagent built by the assembly (the main
+	// stack's is the Assembly's Model).
+	Model        string     `json:"model,omitempty"`
 	Middleware   []string   `json:"middleware"`
 	Tools        []ToolSpec `json:"tools"`
 	SystemPrompt string     `json:"system_prompt"`
@@ -65,7 +68,7 @@ var captureTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, error) {
 	out := &Assembly{Model: a.modelName(), Profile: a.prof.Describe()}
 	for _, st := range a.stacks {
-		s := Stack{Name: "subagent:" + st.name, Kind: st.kind, Middleware: []string{}, Tools: []ToolSpec{}}
+		s := Stack{Name: "subagent:" + st.name, Kind: st.kind, Model: st.model, Middleware: []string{}, Tools: []ToolSpec{}}
 		if st.kind == "main" {
 			s.Name = "main"
 		}
@@ -90,15 +93,7 @@ func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, 
 	return out, nil
 }
 
-func (a *Agent) modelName() string {
-	if a.spec != "" {
-		return a.spec
-	}
-	if id, ok := llm.IdentityOf(a.model); ok {
-		return id.String()
-	}
-	return fmt.Sprintf("%T", a.model)
-}
+func (a *Agent) modelName() string { return modelName(a.model, a.spec) }
 
 // captureModel records the first request and ends the run.
 type captureModel struct {
@@ -251,6 +246,9 @@ func profileText(d profile.Description) string {
 func (s Stack) Text() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n== %s (%s) ==\n", s.Name, s.Kind)
+	if s.Model != "" {
+		fmt.Fprintf(&sb, "model: %s\n", s.Model)
+	}
 	if s.Note != "" {
 		fmt.Fprintf(&sb, "note: %s\n", s.Note)
 	}

@@ -119,7 +119,11 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
-	b.stacks = append(b.stacks, stack{name: spec.Name, kind: "declarative", agent: a})
+	name := modelName(model, modelSpec)
+	if parentModel {
+		name = modelName(b.model, b.spec)
+	}
+	b.stacks = append(b.stacks, stack{name: spec.Name, kind: "declarative", model: name, agent: a})
 	return middleware.SubAgent{
 		Name: spec.Name, Description: spec.Description, Runner: a,
 		WithResponseFormat: func(f *agent.ResponseFormat) (middleware.Runner, error) { return build(f) },
@@ -189,7 +193,7 @@ func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.
 		return middleware.SubAgent{}, err
 	}
 	// Listed first, as in the task tool's description.
-	b.stacks = append([]stack{{name: GeneralPurposeName, kind: "general-purpose", agent: a}}, b.stacks...)
+	b.stacks = append([]stack{{name: GeneralPurposeName, kind: "general-purpose", model: modelName(b.model, b.spec), agent: a}}, b.stacks...)
 	return middleware.SubAgent{
 		Name:        GeneralPurposeName,
 		Description: b.prof.GeneralPurposeDescription(DefaultGeneralPurposeDescription),
