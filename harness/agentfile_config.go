@@ -54,6 +54,11 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 	if opts.Model != "" {
 		cfg.ModelSpec = opts.Model
 	}
+	if cfg.ResolveModel == nil {
+		if err := af.checkProviders(opts.Model != ""); err != nil {
+			return Config{}, err
+		}
+	}
 	if cfg.ResolveModel == nil && len(af.Providers) > 0 {
 		// The file's own providers (e.g. "local:model-a") join the built-in ones.
 		models := builtin.NewResolver(provider.Config{})
@@ -176,7 +181,8 @@ func (af *AgentFile) profile() (*profile.HarnessProfile, error) {
 		return nil, nil
 	}
 	c := af.Profile.Inline
-	if af.Profile.File != "" {
+	if c == nil {
+		// An AgentFile built in Go rather than read from YAML.
 		loaded, err := profile.LoadConfigFile(af.resolvePath(af.Profile.File))
 		if err != nil {
 			return nil, err
