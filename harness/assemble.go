@@ -60,9 +60,6 @@ func New(cfg Config) (*Agent, error) {
 		b.limit = DefaultRecursionLimit
 	}
 	b.resolve = cfg.ResolveModel
-	if b.resolve == nil {
-		b.resolve = ModelResolver(b.reg, nil)
-	}
 	if cfg.SystemPrompt != "" && len(cfg.SystemBlocks) > 0 {
 		return nil, errors.New("harness: set SystemPrompt or SystemBlocks, not both")
 	}
@@ -175,7 +172,8 @@ func (b *builder) resolveModel(spec string) (llm.ChatModel, error) {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	if b.resolve == nil {
-		return nil, fmt.Errorf("harness: cannot resolve model %q: no model resolver configured (set Config.Model or Config.ResolveModel)", spec)
+		// Built only when a spec needs resolving: most assemblies get a model.
+		b.resolve = ModelResolver(b.reg, nil)
 	}
 	m, err := b.resolve(spec)
 	if err != nil {

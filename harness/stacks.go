@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -216,14 +217,11 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 		return nil, err
 	}
 	mws = append(mws, fs)
-	var sub *middleware.SubAgentMiddleware
+	// The task tool needs the private state keys of the final stack, so the
+	// SubAgentMiddleware is built once the stack is complete, in this slot.
+	slot := &subAgentSlot{}
 	if len(inline) > 0 {
-		taskDesc, _ := b.prof.ToolDescription("task")
-		sub, err = middleware.NewSubAgentMiddleware(middleware.SubAgentOptions{SubAgents: inline, TaskDescription: taskDesc})
-		if err != nil {
-			return nil, err
-		}
-		mws = append(mws, sub)
+		mws = append(mws, slot)
 	}
 	summ, err := newSummarization(b.model, b.backend)
 	if err != nil {
@@ -264,9 +262,9 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 	if ex := b.prof.ExcludedTools(); len(ex) > 0 {
 		mws = append(mws, middleware.NewToolExclusion(ex...))
 	}
-	// Private state never crosses into subagents: tell the task tool which
-	// keys are private once the stack is final.
-	if sub != nil {
+	// Private state never crosses into subagents: the task tool learns which
+	// keys are private from the final stack.
+	if i := slices.Index(mws, agent.Middleware(slot)); i >= 0 {
 		var private []string
 		for _, m := range mws {
 			for _, k := range m.StateKeys() {
@@ -275,14 +273,21 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 				}
 			}
 		}
-		for i, m := range mws {
-			if m == agent.Middleware(sub) {
-				mws[i] = sub.WithPrivateKeys(private)
-			}
+		taskDesc, _ := b.prof.ToolDescription("task")
+		sub, err := middleware.NewSubAgentMiddleware(middleware.SubAgentOptions{SubAgents: inline, TaskDescription: taskDesc, PrivateKeys: private})
+		if err != nil {
+			return nil, err
 		}
+		mws[i] = sub
 	}
 	return mws, nil
 }
+
+// subAgentSlot holds SubAgentMiddleware's place in the main stack while the
+// stack is assembled; a caller middleware of the same name replaces it.
+type subAgentSlot struct{ agent.Base }
+
+func (*subAgentSlot) Name() string { return "SubAgentMiddleware" }
 
 // hasInterrupts mirrors Deep Agents: any entry, even an explicit false,
 // brings the human-in-the-loop middleware into the stack.
