@@ -97,13 +97,18 @@ func (a *Agent) modelName() string { return modelName(a.model, a.spec) }
 
 // captureModel records the first request and ends the run.
 type captureModel struct {
-	id   llm.Identity
-	has  bool
 	mu   sync.Mutex
 	reqs []llm.Request
 }
 
-func (c *captureModel) Identity() llm.Identity { return c.id }
+// identifiedCapture is a captureModel standing in for a model that reports
+// an identity (middleware such as prompt caching depend on it).
+type identifiedCapture struct {
+	*captureModel
+	id llm.Identity
+}
+
+func (c identifiedCapture) Identity() llm.Identity { return c.id }
 
 func (c *captureModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
 	c.mu.Lock()
@@ -118,8 +123,11 @@ func (c *captureModel) Generate(_ context.Context, req *llm.Request) (*llm.Respo
 func firstRequest(ctx context.Context, a *agent.Agent, opts DescribeOptions) (*llm.Request, error) {
 	cfg := a.Config()
 	capture := &captureModel{}
-	capture.id, capture.has = llm.IdentityOf(cfg.Model)
-	cfg.Model = capture
+	if id, ok := llm.IdentityOf(cfg.Model); ok {
+		cfg.Model = identifiedCapture{capture, id}
+	} else {
+		cfg.Model = capture
+	}
 	cfg.Checkpointer = nil
 	probe, err := agent.New(cfg)
 	if err != nil {

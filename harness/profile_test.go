@@ -280,3 +280,53 @@ func TestConfigProfileReachesSubagentsOnTheParentModel(t *testing.T) {
 	assert.Equal(t, "Own model.", own.SystemPrompt)
 	assert.Contains(t, stackTools(own), "delete")
 }
+
+// Case 28 through the assembly: a plugin's profiles reach harness.New; a
+// failing plugin is skipped and what it registered is discarded.
+func TestPluginProfilesReachTheAssembly(t *testing.T) {
+	reg := profile.NewRegistry(profile.WithBuiltins(nil), profile.WithPlugins(
+		profile.Plugin{Name: "acme", Register: func(r *profile.Registry) error {
+			return r.RegisterHarness("acme", profile.MustHarnessProfile(profile.HarnessSpec{SystemPromptSuffix: ptr("From the acme plugin.")}))
+		}},
+		profile.Plugin{Name: "broken", Register: func(r *profile.Registry) error {
+			if err := r.RegisterHarness("broken", profile.MustHarnessProfile(profile.HarnessSpec{SystemPromptSuffix: ptr("half done")})); err != nil {
+				return err
+			}
+			return errors.New("the plugin failed")
+		}},
+	))
+	m := fakeModel("acme", "large")
+	a := newAgent(t, harness.Config{Model: m, Profiles: reg})
+	assert.Equal(t, "From the acme plugin.", firstRequest(t, a, m).SystemText())
+	m2 := fakeModel("broken", "x")
+	assert.Empty(t, firstRequest(t, newAgent(t, harness.Config{Model: m2, Profiles: reg}), m2).SystemText())
+}
+
+// Case 29 through the assembly: a Deep Agents profile file loads unchanged,
+// shapes the agent, and the profile the assembly reports round-trips.
+func TestProfileConfigThroughAssembly(t *testing.T) {
+	cfg, err := profile.ParseConfig("p.yaml", []byte(`base_system_prompt: Base.
+system_prompt_suffix: Suffix.
+tool_description_overrides: {ls: Lists.}
+excluded_tools: [grep, delete]
+excluded_middleware: [SummarizationMiddleware]
+general_purpose_subagent: {description: Generalist., system_prompt: GP.}
+`))
+	require.NoError(t, err)
+	p, err := cfg.HarnessProfile()
+	require.NoError(t, err)
+	m := fakeModel("anthropic", "claude-sonnet-4-6")
+	a := newAgent(t, harness.Config{Model: m, Profile: p})
+	req := firstRequest(t, a, m)
+	assert.Equal(t, "Base.\n\nSuffix.", req.SystemText())
+	assert.Equal(t, "Lists.", toolDescription(t, req.Tools, "ls"))
+	assert.Equal(t, []string{"ls", "read_file", "write_file", "edit_file", "glob", "task"}, toolNames(req.Tools))
+	assert.Equal(t, []string{fsMW, subMW, patchMW, cacheMW, toolExMW}, a.Middleware())
+	as := describe(t, a)
+	assert.Equal(t, "GP.\n\nSuffix.", stackOf(t, as, "subagent:"+gpName).SystemPrompt)
+
+	back, err := profile.ConfigFromHarness(p)
+	require.NoError(t, err)
+	assert.Equal(t, cfg.Normalized(), back.Normalized())
+	assert.Equal(t, []string{"delete", "grep"}, as.Profile.ExcludedTools, "sorted")
+}

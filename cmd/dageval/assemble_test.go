@@ -16,6 +16,7 @@ const (
 	researcherTerse = "../../evals/examples/agents/researcher-terse.yaml"
 	terseProfile    = "../../evals/examples/profiles/terse.yaml"
 	noSummarization = "../../evals/examples/profiles/no-summarization.yaml"
+	coder           = "../../evals/examples/agents/coder.yaml"
 )
 
 // noKeys removes every provider key from the environment: assembling must
@@ -109,6 +110,24 @@ func TestAssemble(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a local shell workspace leaves no machine path in the output", func(t *testing.T) {
+		repo, err := filepath.Abs("../..")
+		require.NoError(t, err)
+		code, out, errOut := runCLI(t, "assemble", "--agent", coder)
+		require.Equal(t, 0, code, errOut)
+		for _, s := range []string{
+			"  - execute\n",
+			"  - write_todos\n",
+			"  7. HumanInTheLoopMiddleware\n",
+			"Host path mappings (a host path starting with ./ is relative to the directory every command starts in):\n  - `/docs/` -> `./docs/` (e.g. `/docs/dir/x.py` -> `./docs/dir/x.py`)\n",
+			"not accessible from the shell):\n  - `/scratch/`\n",
+		} {
+			assert.Contains(t, out, s)
+		}
+		assert.NotContains(t, out, repo)
+		assert.NotContains(t, out, os.TempDir())
+	})
 
 	t.Run("deterministic", func(t *testing.T) {
 		_, a, _ := runCLI(t, "assemble", "--agent", researcher, "--format", "json")
