@@ -2,7 +2,9 @@ package harness
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,13 +13,17 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // AgentFile is the YAML form of Config used by dageval commands and suites.
+// Prompts and descriptions lose the final line break a YAML block scalar
+// ("|") gives them; blocks of a system_prompt list are kept exactly.
 type AgentFile struct {
 	// Path is the file the agent came from; relative paths inside it
 	// (profile files, filesystem roots) are resolved against its directory.
@@ -40,6 +46,10 @@ type AgentFile struct {
 	// Providers are named OpenAI-compatible endpoints for model specs such
 	// as "local:model-a"; the model resolver reads them.
 	Providers map[string]ProviderDecl `yaml:"providers"`
+
+	// doc and key locate the file's keys for errors found after reading.
+	doc *yamlx.Doc
+	key string
 }
 
 // SystemPrompt is a string or a list of content blocks.
@@ -159,24 +169,68 @@ type MiddlewareDecl struct {
 
 // ProfileRef is a profile file path or an inline profile.
 type ProfileRef struct {
-	File   string
+	// File is the profile file, relative to the agent file.
+	File string
+	// Inline is the inline profile, or the loaded File.
 	Inline *profile.Config
 	node   ast.Node
 }
 
-// UnmarshalYAML accepts a path string or an inline profile mapping.
+// UnmarshalYAML accepts a path string or an inline profile mapping; the
+// profile itself is read once the agent file's name is known (load).
 func (r *ProfileRef) UnmarshalYAML(n ast.Node) error {
 	if s, ok := n.(*ast.StringNode); ok {
 		r.File = s.Value
 		return nil
 	}
 	r.node = n
-	c, err := profile.DecodeConfigNode("", n)
+	return nil
+}
+
+// load reads the inline profile or the profile file, reporting problems at
+// their place: inside the agent file for an inline profile, at the
+// `profile` key (with the profile file's own positions) for a file.
+func (r *ProfileRef) load(doc *yamlx.Doc, key string, af *AgentFile) error {
+	if r.File != "" {
+		c, err := profile.LoadConfigFile(af.resolvePath(r.File))
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				return doc.Errorf(key, "%v", pe)
+			}
+			return doc.Errorf(key, "%v", err)
+		}
+		r.Inline = c
+		return nil
+	}
+	c, err := profile.DecodeConfigNode(doc.File, r.node)
 	if err != nil {
+		prefixConfigKeys(err, key)
 		return err
+	}
+	if err := c.Validate(); err != nil {
+		return doc.Errorf(key, "%v", err)
 	}
 	r.Inline = c
 	return nil
+}
+
+// prefixConfigKeys puts the agent file's path to the profile in front of
+// the keys of profile errors, so they read "profile.excluded_tools[0]".
+func prefixConfigKeys(err error, prefix string) {
+	var ce *profile.ConfigError
+	if errors.As(err, &ce) && ce.Key != prefix && !strings.HasPrefix(ce.Key, prefix+".") {
+		if ce.Key == "" {
+			ce.Key = prefix
+		} else {
+			ce.Key = prefix + "." + ce.Key
+		}
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			prefixConfigKeys(e, prefix)
+		}
+	}
 }
 
 // ResponseFormatDecl asks for a structured answer.
@@ -207,7 +261,8 @@ type BackendDecl struct {
 	ArtifactsRoot string                 `yaml:"artifacts_root"`
 }
 
-// ProviderDecl is a named model endpoint (see harness/provider).
+// ProviderDecl is a named model endpoint (see harness/provider); Kind is
+// openai-compatible (the default), openai or anthropic.
 type ProviderDecl struct {
 	Kind      string            `yaml:"kind"`
 	BaseURL   string            `yaml:"base_url"`
@@ -252,6 +307,7 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 		}
 		return key + "." + sub
 	}
+	af.trimTexts()
 	if af.Model != "" {
 		if _, err := llm.ParseSpec(af.Model); err != nil {
 			return nil, doc.Errorf(at("model"), "%v", err)
@@ -302,9 +358,12 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 			}
 		}
 	}
-	for i, m := range af.Middleware {
-		if _, ok := builtinMiddleware[m.Name]; !ok {
-			return nil, doc.Errorf(at(fmt.Sprintf("middleware[%d].name", i)), "unknown middleware %q (known: %s)", m.Name, strings.Join(builtinNames(), ", "))
+	if err := checkMiddleware(doc, at("middleware"), af.Middleware); err != nil {
+		return nil, err
+	}
+	for i, sd := range af.SubAgents {
+		if err := checkMiddleware(doc, at(fmt.Sprintf("subagents[%d].middleware", i)), sd.Middleware); err != nil {
+			return nil, err
 		}
 	}
 	if af.Backend != nil {
@@ -327,20 +386,146 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 			return nil, doc.Errorf(at(fmt.Sprintf("permissions[%d]", i)), "%v", err)
 		}
 	}
-	for name, pd := range af.Providers {
-		if pd.Kind != "" && pd.Kind != "openai-compatible" && pd.Kind != "anthropic" && pd.Kind != "openai" {
-			return nil, doc.Errorf(at("providers."+name+".kind"), "unknown provider kind %q (want openai-compatible, openai or anthropic)", pd.Kind)
-		}
-		if pd.BaseURL == "" && pd.Kind == "openai-compatible" {
-			return nil, doc.Errorf(at("providers."+name), "provider %q needs a base_url", name)
+	for _, name := range sortedKeys(af.Providers) {
+		if err := af.Providers[name].entry().Validate(name); err != nil {
+			return nil, doc.Errorf(at("providers."+name), "%v", err)
 		}
 	}
-	if af.Profile != nil && af.Profile.Inline != nil {
-		if err := af.Profile.Inline.Validate(); err != nil {
-			return nil, doc.Errorf(at("profile"), "%v", err)
+	for _, p := range sortedKeys(af.Files) {
+		if err := checkAbsolute(p); err != nil {
+			return nil, doc.Errorf(at("files."+p), "%v", err)
 		}
 	}
+	if af.Skills != nil {
+		for i, p := range *af.Skills {
+			if err := checkAbsolute(p); err != nil {
+				return nil, doc.Errorf(at(fmt.Sprintf("skills[%d]", i)), "%v", err)
+			}
+		}
+	}
+	if af.Memory != nil {
+		for i, p := range *af.Memory {
+			if err := checkAbsolute(p); err != nil {
+				return nil, doc.Errorf(at(fmt.Sprintf("memory[%d]", i)), "%v", err)
+			}
+		}
+	}
+	for i, s := range af.SubAgents {
+		for j, p := range s.Skills {
+			if err := checkAbsolute(p); err != nil {
+				return nil, doc.Errorf(at(fmt.Sprintf("subagents[%d].skills[%d]", i, j)), "%v", err)
+			}
+		}
+	}
+	if af.Profile != nil {
+		if err := af.Profile.load(doc, at("profile"), af); err != nil {
+			return nil, err
+		}
+	}
+	af.doc, af.key = doc, key
 	return af, nil
+}
+
+// checkMiddleware checks that each entry names a built-in middleware and
+// that its options build it.
+func checkMiddleware(doc *yamlx.Doc, key string, mws []MiddlewareDecl) error {
+	for i, m := range mws {
+		build, ok := builtinMiddleware[m.Name]
+		if !ok {
+			return doc.Errorf(fmt.Sprintf("%s[%d].name", key, i), "unknown middleware %q (known: %s)", m.Name, strings.Join(builtinNames(), ", "))
+		}
+		if _, err := build(m.Options); err != nil {
+			return doc.Errorf(fmt.Sprintf("%s[%d].options", key, i), "%s: %v", m.Name, err)
+		}
+	}
+	return nil
+}
+
+// checkProviders reports model specs whose provider neither the built-in
+// providers nor the file's `providers` know. It runs only when the file's
+// models are resolved the default way (a caller's resolver may know more).
+func (af *AgentFile) checkProviders(modelOverridden bool) error {
+	known := map[string]bool{}
+	for _, n := range provider.BuiltinNames() {
+		known[n] = true
+	}
+	for n := range af.Providers {
+		known[n] = true
+	}
+	check := func(key, spec string) error {
+		if spec == "" {
+			return nil
+		}
+		id, err := llm.ParseSpec(spec)
+		if err != nil || known[id.Provider] {
+			return nil // malformed specs were reported when the file was read
+		}
+		return af.errorf(key, "unknown provider %q in model %q (known: %s; declare others under providers:)", id.Provider, spec, strings.Join(sortedKeys(known), ", "))
+	}
+	if !modelOverridden {
+		if err := check("model", af.Model); err != nil {
+			return err
+		}
+	}
+	for i, sd := range af.SubAgents {
+		if err := check(fmt.Sprintf("subagents[%d].model", i), sd.Model); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// errorf reports a problem at a key of the agent file, with its position
+// when the file was read from YAML.
+func (af *AgentFile) errorf(key, format string, args ...any) error {
+	if af.key != "" {
+		key = af.key + "." + key
+	}
+	if af.doc == nil {
+		return fmt.Errorf("%s: %s: %s", af.Path, key, fmt.Sprintf(format, args...))
+	}
+	return af.doc.Errorf(key, format, args...)
+}
+
+// trimTexts drops the line break a YAML block scalar ("|") leaves at the end
+// of a prompt or description: joined with a profile's prompt it would
+// otherwise turn the blank line between them into two.
+func (af *AgentFile) trimTexts() {
+	trim := func(s *string) { *s = strings.TrimRight(*s, "\r\n") }
+	trim(&af.SystemPrompt.Text)
+	for i := range af.Tools {
+		trim(&af.Tools[i].Description)
+	}
+	for i := range af.SubAgents {
+		trim(&af.SubAgents[i].Description)
+		trim(&af.SubAgents[i].SystemPrompt)
+	}
+}
+
+// checkAbsolute accepts a clean absolute path of the agent's virtual file
+// tree, the only form the file tools can find.
+func checkAbsolute(p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%q is not an absolute path; paths in the agent's file tree start with /", p)
+	}
+	clean, err := backend.ValidatePath(p)
+	if err != nil {
+		return err
+	}
+	if want := strings.TrimSuffix(p, "/"); clean != want && p != "/" {
+		return fmt.Errorf("%q is not a clean path (write %q)", p, clean)
+	}
+	return nil
+}
+
+// entry is the provider entry a declaration describes; the kind defaults to
+// an OpenAI-compatible server.
+func (pd ProviderDecl) entry() provider.Entry {
+	kind := pd.Kind
+	if kind == "" {
+		kind = provider.KindOpenAICompatible
+	}
+	return provider.Entry{Kind: kind, BaseURL: pd.BaseURL, APIKeyEnv: pd.APIKeyEnv, Headers: pd.Headers}
 }
 
 func (b *BackendDecl) validate(doc *yamlx.Doc, path string) error {

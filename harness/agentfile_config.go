@@ -12,6 +12,8 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/builtin"
 	"github.com/dageval/dageval/harness/tool"
 )
 
@@ -31,7 +33,8 @@ type AgentOptions struct {
 	Middleware []agent.Middleware
 	// Checkpointer persists threads.
 	Checkpointer agent.Checkpointer
-	// ResolveModel resolves model specs (see Config.ResolveModel).
+	// ResolveModel resolves model specs (see Config.ResolveModel); nil
+	// resolves through the built-in providers and the file's `providers`.
 	ResolveModel func(spec string) (llm.ChatModel, error)
 	// Registry is the profile registry (profile.Default() when nil).
 	Registry *profile.Registry
@@ -50,6 +53,21 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 	}
 	if opts.Model != "" {
 		cfg.ModelSpec = opts.Model
+	}
+	if cfg.ResolveModel == nil {
+		if err := af.checkProviders(opts.Model != ""); err != nil {
+			return Config{}, err
+		}
+	}
+	if cfg.ResolveModel == nil && len(af.Providers) > 0 {
+		// The file's own providers (e.g. "local:model-a") join the built-in ones.
+		models := builtin.NewResolver(provider.Config{})
+		for _, name := range sortedKeys(af.Providers) {
+			if err := models.SetEntry(name, af.Providers[name].entry()); err != nil {
+				return Config{}, fmt.Errorf("%s: providers.%s: %w", af.Path, name, err)
+			}
+		}
+		cfg.ResolveModel = ModelResolver(opts.Registry, models)
 	}
 	bind := opts.Bind
 	if bind == nil {
@@ -163,7 +181,8 @@ func (af *AgentFile) profile() (*profile.HarnessProfile, error) {
 		return nil, nil
 	}
 	c := af.Profile.Inline
-	if af.Profile.File != "" {
+	if c == nil {
+		// An AgentFile built in Go rather than read from YAML.
 		loaded, err := profile.LoadConfigFile(af.resolvePath(af.Profile.File))
 		if err != nil {
 			return nil, err

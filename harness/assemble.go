@@ -27,6 +27,7 @@ type Agent struct {
 type stack struct {
 	name  string
 	kind  string // main, declarative, general-purpose, compiled, async
+	model string // the stack's model, for subagents built here
 	agent *agent.Agent
 	// async subagents have no stack of their own; desc describes them.
 	desc string
@@ -59,9 +60,6 @@ func New(cfg Config) (*Agent, error) {
 		b.limit = DefaultRecursionLimit
 	}
 	b.resolve = cfg.ResolveModel
-	if b.resolve == nil {
-		b.resolve = ModelResolver(b.reg, nil)
-	}
 	if cfg.SystemPrompt != "" && len(cfg.SystemBlocks) > 0 {
 		return nil, errors.New("harness: set SystemPrompt or SystemBlocks, not both")
 	}
@@ -115,7 +113,11 @@ func New(cfg Config) (*Agent, error) {
 		switch spec.kind() {
 		case "async":
 			async = append(async, middleware.AsyncSubAgent{Name: spec.Name, Description: spec.Description, GraphID: spec.GraphID, URL: spec.URL, Headers: spec.Headers})
-			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "async", desc: "graph_id " + spec.GraphID})
+			desc := "graph_id " + spec.GraphID
+			if spec.URL != "" {
+				desc += " at " + spec.URL
+			}
+			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "async", desc: desc})
 		case "compiled":
 			inline = append(inline, middleware.SubAgent{Name: spec.Name, Description: spec.Description, Runner: spec.Runner})
 			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "compiled"})
@@ -170,7 +172,8 @@ func (b *builder) resolveModel(spec string) (llm.ChatModel, error) {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	if b.resolve == nil {
-		return nil, fmt.Errorf("harness: cannot resolve model %q: no model resolver configured (set Config.Model or Config.ResolveModel)", spec)
+		// Built only when a spec needs resolving: most assemblies get a model.
+		b.resolve = ModelResolver(b.reg, nil)
 	}
 	m, err := b.resolve(spec)
 	if err != nil {
@@ -188,13 +191,24 @@ func (b *builder) profileFor(m llm.ChatModel, spec string) (*profile.HarnessProf
 }
 
 func (b *builder) describeModel() string {
-	if b.spec != "" {
-		return b.spec
+	if b.spec == "" {
+		if _, ok := llm.IdentityOf(b.model); !ok {
+			return "the model"
+		}
 	}
-	if id, ok := llm.IdentityOf(b.model); ok {
+	return modelName(b.model, b.spec)
+}
+
+// modelName names a model for the Assembly: its spec when it was given as
+// one, else its identity, else its Go type.
+func modelName(m llm.ChatModel, spec string) string {
+	if spec != "" {
+		return spec
+	}
+	if id, ok := llm.IdentityOf(m); ok {
 		return id.String()
 	}
-	return "the model"
+	return fmt.Sprintf("%T", m)
 }
 
 // overrideDescriptions returns copies of tools whose description a profile

@@ -32,7 +32,10 @@ type Stack struct {
 	// Name is "main" or "subagent:<name>".
 	Name string `json:"name"`
 	// Kind is main, general-purpose, declarative, compiled or async.
-	Kind         string     `json:"kind"`
+	Kind string `json:"kind"`
+	// Model is the model of a subagent built by the assembly (the main
+	// stack's is the Assembly's Model).
+	Model        string     `json:"model,omitempty"`
 	Middleware   []string   `json:"middleware"`
 	Tools        []ToolSpec `json:"tools"`
 	SystemPrompt string     `json:"system_prompt"`
@@ -65,7 +68,7 @@ var captureTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, error) {
 	out := &Assembly{Model: a.modelName(), Profile: a.prof.Describe()}
 	for _, st := range a.stacks {
-		s := Stack{Name: "subagent:" + st.name, Kind: st.kind, Middleware: []string{}, Tools: []ToolSpec{}}
+		s := Stack{Name: "subagent:" + st.name, Kind: st.kind, Model: st.model, Middleware: []string{}, Tools: []ToolSpec{}}
 		if st.kind == "main" {
 			s.Name = "main"
 		}
@@ -90,25 +93,22 @@ func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, 
 	return out, nil
 }
 
-func (a *Agent) modelName() string {
-	if a.spec != "" {
-		return a.spec
-	}
-	if id, ok := llm.IdentityOf(a.model); ok {
-		return id.String()
-	}
-	return fmt.Sprintf("%T", a.model)
-}
+func (a *Agent) modelName() string { return modelName(a.model, a.spec) }
 
 // captureModel records the first request and ends the run.
 type captureModel struct {
-	id   llm.Identity
-	has  bool
 	mu   sync.Mutex
 	reqs []llm.Request
 }
 
-func (c *captureModel) Identity() llm.Identity { return c.id }
+// identifiedCapture is a captureModel standing in for a model that reports
+// an identity (middleware such as prompt caching depend on it).
+type identifiedCapture struct {
+	*captureModel
+	id llm.Identity
+}
+
+func (c identifiedCapture) Identity() llm.Identity { return c.id }
 
 func (c *captureModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
 	c.mu.Lock()
@@ -123,8 +123,11 @@ func (c *captureModel) Generate(_ context.Context, req *llm.Request) (*llm.Respo
 func firstRequest(ctx context.Context, a *agent.Agent, opts DescribeOptions) (*llm.Request, error) {
 	cfg := a.Config()
 	capture := &captureModel{}
-	capture.id, capture.has = llm.IdentityOf(cfg.Model)
-	cfg.Model = capture
+	if id, ok := llm.IdentityOf(cfg.Model); ok {
+		cfg.Model = identifiedCapture{capture, id}
+	} else {
+		cfg.Model = capture
+	}
 	cfg.Checkpointer = nil
 	probe, err := agent.New(cfg)
 	if err != nil {
@@ -140,16 +143,20 @@ func firstRequest(ctx context.Context, a *agent.Agent, opts DescribeOptions) (*l
 	return &capture.reqs[0], nil
 }
 
+// canonical re-encodes a schema with sorted keys and without HTML escapes,
+// so "<path>" in a description reads as written, not as "\u003cpath\u003e".
 func canonical(raw json.RawMessage) json.RawMessage {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return raw
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return raw
 	}
-	return b
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // JSON renders the assembly as indented JSON with sorted object keys inside
@@ -247,6 +254,9 @@ func profileText(d profile.Description) string {
 func (s Stack) Text() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "\n== %s (%s) ==\n", s.Name, s.Kind)
+	if s.Model != "" {
+		fmt.Fprintf(&sb, "model: %s\n", s.Model)
+	}
 	if s.Note != "" {
 		fmt.Fprintf(&sb, "note: %s\n", s.Note)
 	}

@@ -63,7 +63,10 @@ type Config struct {
 	// Profiles is the profile registry (profile.Default() when nil).
 	Profiles *profile.Registry
 	// Profile is merged over the profile the registry has for the model,
-	// e.g. the profile files given to `dageval assemble --profile`.
+	// e.g. the profile files given to `dageval assemble --profile`. Like a
+	// profile registered for that model, it shapes every stack that runs on
+	// it: main, general-purpose and declarative subagents without a model
+	// of their own (which then must match its middleware exclusions too).
 	Profile *profile.HarnessProfile
 	// RecursionLimit overrides DefaultRecursionLimit.
 	RecursionLimit int

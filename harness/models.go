@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/profile"
@@ -19,7 +20,7 @@ func ModelResolver(profiles *profile.Registry, models *provider.Resolver) func(s
 		profiles = profile.Default()
 	}
 	if models == nil {
-		models = builtin.NewResolver(provider.Config{})
+		models = defaultModels()
 	}
 	return func(spec string) (llm.ChatModel, error) {
 		opts, err := profiles.ApplyProvider(spec, nil)
@@ -29,3 +30,7 @@ func ModelResolver(profiles *profile.Registry, models *provider.Resolver) func(s
 		return models.ResolveWith(spec, opts)
 	}
 }
+
+// defaultModels is the resolver of the built-in providers, built once: it
+// holds no state a resolution changes.
+var defaultModels = sync.OnceValue(func() *provider.Resolver { return builtin.NewResolver(provider.Config{}) })

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -26,7 +27,8 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 		}
 		model = m
 	}
-	if model == nil {
+	parentModel := model == nil
+	if parentModel {
 		// Like Deep Agents, the profile then comes from the parent model's
 		// identity, not from the parent's spec string.
 		model = b.model
@@ -34,6 +36,11 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	prof, err := b.profileFor(model, modelSpec)
 	if err != nil {
 		return middleware.SubAgent{}, err
+	}
+	if parentModel {
+		// Config.Profile shapes the parent's model wherever it runs, as a
+		// profile registered for that model would.
+		prof = profile.MergeHarness(prof, b.cfg.Profile)
 	}
 	perms := spec.Permissions
 	if perms == nil {
@@ -113,7 +120,11 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
-	b.stacks = append(b.stacks, stack{name: spec.Name, kind: "declarative", agent: a})
+	name := modelName(model, modelSpec)
+	if parentModel {
+		name = modelName(b.model, b.spec)
+	}
+	b.stacks = append(b.stacks, stack{name: spec.Name, kind: "declarative", model: name, agent: a})
 	return middleware.SubAgent{
 		Name: spec.Name, Description: spec.Description, Runner: a,
 		WithResponseFormat: func(f *agent.ResponseFormat) (middleware.Runner, error) { return build(f) },
@@ -182,7 +193,8 @@ func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
-	b.stacks = append(b.stacks, stack{name: GeneralPurposeName, kind: "general-purpose", agent: a})
+	// Listed first, as in the task tool's description.
+	b.stacks = append([]stack{{name: GeneralPurposeName, kind: "general-purpose", model: modelName(b.model, b.spec), agent: a}}, b.stacks...)
 	return middleware.SubAgent{
 		Name:        GeneralPurposeName,
 		Description: b.prof.GeneralPurposeDescription(DefaultGeneralPurposeDescription),
@@ -205,14 +217,11 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 		return nil, err
 	}
 	mws = append(mws, fs)
-	var sub *middleware.SubAgentMiddleware
+	// The task tool needs the private state keys of the final stack, so the
+	// SubAgentMiddleware is built once the stack is complete, in this slot.
+	slot := &subAgentSlot{}
 	if len(inline) > 0 {
-		taskDesc, _ := b.prof.ToolDescription("task")
-		sub, err = middleware.NewSubAgentMiddleware(middleware.SubAgentOptions{SubAgents: inline, TaskDescription: taskDesc})
-		if err != nil {
-			return nil, err
-		}
-		mws = append(mws, sub)
+		mws = append(mws, slot)
 	}
 	summ, err := newSummarization(b.model, b.backend)
 	if err != nil {
@@ -253,9 +262,9 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 	if ex := b.prof.ExcludedTools(); len(ex) > 0 {
 		mws = append(mws, middleware.NewToolExclusion(ex...))
 	}
-	// Private state never crosses into subagents: tell the task tool which
-	// keys are private once the stack is final.
-	if sub != nil {
+	// Private state never crosses into subagents: the task tool learns which
+	// keys are private from the final stack.
+	if i := slices.Index(mws, agent.Middleware(slot)); i >= 0 {
 		var private []string
 		for _, m := range mws {
 			for _, k := range m.StateKeys() {
@@ -264,14 +273,21 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 				}
 			}
 		}
-		for i, m := range mws {
-			if m == agent.Middleware(sub) {
-				mws[i] = sub.WithPrivateKeys(private)
-			}
+		taskDesc, _ := b.prof.ToolDescription("task")
+		sub, err := middleware.NewSubAgentMiddleware(middleware.SubAgentOptions{SubAgents: inline, TaskDescription: taskDesc, PrivateKeys: private})
+		if err != nil {
+			return nil, err
 		}
+		mws[i] = sub
 	}
 	return mws, nil
 }
+
+// subAgentSlot holds SubAgentMiddleware's place in the main stack while the
+// stack is assembled; a caller middleware of the same name replaces it.
+type subAgentSlot struct{ agent.Base }
+
+func (*subAgentSlot) Name() string { return "SubAgentMiddleware" }
 
 // hasInterrupts mirrors Deep Agents: any entry, even an explicit false,
 // brings the human-in-the-loop middleware into the stack.

@@ -102,7 +102,6 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{
 		cfg:     cfg,
 		name:    cfg.Name,
-		tools:   map[string]tool.Tool{},
 		keys:    map[string]StateKey{},
 		private: map[string]bool{},
 		limit:   cfg.RecursionLimit,
@@ -113,17 +112,17 @@ func New(cfg Config) (*Agent, error) {
 	if a.limit <= 0 {
 		a.limit = DefaultRecursionLimit
 	}
-	seen := map[string]bool{}
-	var all []tool.Tool
+	// Sized up front: harness.New builds several agents per assembly.
+	a.mwNames = make([]string, 0, len(cfg.Middleware))
+	all := make([]tool.Tool, 0, len(cfg.Tools)+2*len(cfg.Middleware))
 	for _, mw := range cfg.Middleware {
 		if mw == nil {
 			return nil, errors.New("agent: nil middleware in stack")
 		}
 		name := mw.Name()
-		if seen[name] {
+		if slices.Contains(a.mwNames, name) {
 			return nil, fmt.Errorf("agent: middleware %q appears twice in the stack; names must be unique", name)
 		}
-		seen[name] = true
 		a.mwNames = append(a.mwNames, name)
 		all = append(all, mw.Tools()...)
 		for _, k := range mw.StateKeys() {
@@ -134,6 +133,8 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	all = append(all, cfg.Tools...)
+	a.tools = make(map[string]tool.Tool, len(all))
+	a.specs = make([]llm.ToolSpec, 0, len(all))
 	for _, t := range all {
 		spec := t.Spec()
 		if spec.Name == "" {

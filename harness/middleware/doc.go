@@ -19,6 +19,10 @@
 //     matcher probably lets such files slip past; for an access rule that
 //     is the wrong way to fail. File-tool globs keep the Deep Agents rule
 //     that wildcards skip dot-names.
+//   - The shell-path routing section gives a mount that lies inside the
+//     local shell's working directory relative to it ("./app/") instead of
+//     as an absolute host path: commands start there, and the prompt (and so
+//     every snapshot and assembly diff of it) is the same on every machine.
 //   - Options use 0 for "the default" and NoLimit to switch a limit off,
 //     where Deep Agents uses None.
 //   - Media blocks the model cannot take are replaced only when

@@ -3,6 +3,8 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -254,6 +256,24 @@ func TestRoutingPrompt(t *testing.T) {
 	assert.True(t, strings.HasPrefix(sys, want), sys)
 	assert.Contains(t, sys, "Host path mappings:\n- `/common/` -> `"+common.Root()+"/` (e.g. `/common/dir/x.py` -> `"+common.Root()+"/dir/x.py`)\n- `/legacy/` -> `/` (e.g. `/legacy/dir/x.py` -> `/dir/x.py`)")
 	assert.True(t, strings.HasSuffix(sys, "Virtual mounts without a host path mapping (not accessible from the shell):\n- `/notes/`"), sys)
+
+	// A mount inside the shell's working directory is given relative to it,
+	// so the prompt does not depend on where the workspace lives.
+	inner := filepath.Join(shell.Root(), "app")
+	require.NoError(t, os.Mkdir(inner, 0o755))
+	app, err := backend.NewFilesystem(inner, backend.FilesystemOptions{})
+	require.NoError(t, err)
+	whole, err := backend.NewFilesystem(shell.Root(), backend.FilesystemOptions{})
+	require.NoError(t, err)
+	nested, err := backend.NewComposite(shell, []backend.Route{{Prefix: "/app/", Backend: app}, {Prefix: "/ws/", Backend: whole}, {Prefix: "/common/", Backend: common}}, backend.CompositeOptions{})
+	require.NoError(t, err)
+	s = drive(t, newMW(t, middleware.FilesystemOptions{Backend: nested}), nil)
+	sys = s.model.Requests()[0].SystemText()
+	assert.Contains(t, sys, "Host path mappings (a host path starting with ./ is relative to the directory every command starts in):\n"+
+		"- `/common/` -> `"+common.Root()+"/` (e.g. `/common/dir/x.py` -> `"+common.Root()+"/dir/x.py`)\n"+
+		"- `/app/` -> `./app/` (e.g. `/app/dir/x.py` -> `./app/dir/x.py`)\n"+
+		"- `/ws/` -> `./` (e.g. `/ws/dir/x.py` -> `./dir/x.py`)")
+	assert.NotContains(t, sys, shell.Root())
 
 	// Without execute (tool not built) there is no routing section.
 	s = drive(t, newMW(t, middleware.FilesystemOptions{Backend: comp, Tools: []string{"read_file"}}), nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -306,8 +307,11 @@ func isExecuteDefault(d string) bool {
 }
 
 // routingPrompt lists which composite routes the shell can reach and where.
+// A mount inside the shell's working directory is given relative to it
+// ("./app/"): commands start there, and the prompt then holds no path of the
+// machine it was assembled on, so it is the same on every machine.
 func routingPrompt(c *backend.Composite) string {
-	_, localDefault := c.Default().(*backend.LocalShell)
+	shell, localDefault := c.Default().(*backend.LocalShell)
 	routes := c.Routes()
 	slices.SortStableFunc(routes, func(a, b backend.Route) int { return len(b.Prefix) - len(a.Prefix) })
 	var mapped [][2]string
@@ -320,7 +324,7 @@ func routingPrompt(c *backend.Composite) string {
 		if localDefault && isFS {
 			host := "/"
 			if fsb.Virtual() {
-				host = strings.TrimSuffix(fsb.Root(), "/") + "/"
+				host = hostDir(shell.Root(), fsb.Root())
 			}
 			mapped = append(mapped, [2]string{r.Prefix, host})
 			continue
@@ -328,6 +332,18 @@ func routingPrompt(c *backend.Composite) string {
 		unmapped = append(unmapped, r.Prefix)
 	}
 	return routingSection(mapped, unmapped)
+}
+
+// hostDir is dir as the shell should use it: "./rel/" when dir lies inside
+// the shell's working directory wd, else dir itself; always ending in "/".
+func hostDir(wd, dir string) string {
+	if rel, err := filepath.Rel(wd, dir); err == nil && filepath.IsLocal(rel) {
+		if rel == "." {
+			return "./"
+		}
+		return "./" + filepath.ToSlash(rel) + "/"
+	}
+	return strings.TrimSuffix(dir, "/") + "/"
 }
 
 // WrapToolCall implements agent.Middleware: it tags media read by read_file

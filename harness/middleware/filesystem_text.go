@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -180,7 +181,11 @@ func routingSection(mapped [][2]string, unmapped []string) string {
 		"Shell commands run by execute see the host's real paths instead, so a path that works in read_file or glob may not exist in the shell. " +
 		"Before using a mounted path in a command, translate it with the mappings below; mounts without a mapping cannot be reached from the shell at all.")
 	if len(mapped) > 0 {
-		b.WriteString("\n\nHost path mappings:")
+		b.WriteString("\n\nHost path mappings")
+		if slices.ContainsFunc(mapped, func(m [2]string) bool { return strings.HasPrefix(m[1], "./") }) {
+			b.WriteString(" (a host path starting with ./ is relative to the directory every command starts in)")
+		}
+		b.WriteString(":")
 		for _, m := range mapped {
 			fmt.Fprintf(&b, "\n- `%s` -> `%s` (e.g. `%sdir/x.py` -> `%sdir/x.py`)", m[0], m[1], m[0], m[1])
 		}

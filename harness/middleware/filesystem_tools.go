@@ -48,6 +48,16 @@ var toolSchemas = map[string]string{
 		`"timeout":{"type":["integer","null"],"default":null,"description":` + strconv.Quote(argTimeout) + `}},"required":["command"]}`,
 }
 
+// toolParams holds toolSchemas as the bytes every Filesystem shares (they
+// are never modified), so building the middleware copies no schema.
+var toolParams = func() map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(toolSchemas))
+	for name, s := range toolSchemas {
+		out[name] = json.RawMessage(s)
+	}
+	return out
+}()
+
 var defaultDescriptions = map[string]string{
 	ToolLs: lsDescription, ToolReadFile: readFileDescription, ToolWriteFile: writeFileDescription,
 	ToolEditFile: editFileDescription, ToolDelete: deleteDescription, ToolGlob: globDescription,
@@ -59,12 +69,30 @@ var defaultDescriptions = map[string]string{
 // per model call to the tools actually visible.
 func DefaultToolDescription(name string) string { return defaultDescriptions[name] }
 
-func (m *Filesystem) buildTools() []tool.Tool {
-	impl := map[string]func(context.Context, json.RawMessage) (tool.Result, error){
-		ToolLs: m.ls, ToolReadFile: m.readFile, ToolWriteFile: m.writeFile, ToolEditFile: m.editFile,
-		ToolDelete: m.deleteFile, ToolGlob: m.glob, ToolGrep: m.grep, ToolExecute: m.execute,
+func (m *Filesystem) impl(name string) func(context.Context, json.RawMessage) (tool.Result, error) {
+	switch name {
+	case ToolLs:
+		return m.ls
+	case ToolReadFile:
+		return m.readFile
+	case ToolWriteFile:
+		return m.writeFile
+	case ToolEditFile:
+		return m.editFile
+	case ToolDelete:
+		return m.deleteFile
+	case ToolGlob:
+		return m.glob
+	case ToolGrep:
+		return m.grep
+	case ToolExecute:
+		return m.execute
 	}
-	var out []tool.Tool
+	return nil
+}
+
+func (m *Filesystem) buildTools() []tool.Tool {
+	out := make([]tool.Tool, 0, len(FilesystemToolNames))
 	for _, name := range FilesystemToolNames {
 		if m.opts.Tools != nil && !containsString(m.opts.Tools, name) {
 			continue
@@ -74,8 +102,8 @@ func (m *Filesystem) buildTools() []tool.Tool {
 			desc = d
 		}
 		f := &tool.Func{
-			ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(toolSchemas[name])},
-			Fn:       impl[name],
+			ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: toolParams[name]},
+			Fn:       m.impl(name),
 		}
 		out = append(out, tool.Must(tool.Validated(f)))
 	}

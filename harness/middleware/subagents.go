@@ -81,7 +81,7 @@ func NewSubAgentMiddleware(opts SubAgentOptions) (*SubAgentMiddleware, error) {
 	m.task = &tool.Func{ToolSpec: llm.ToolSpec{
 		Name:        "task",
 		Description: m.description(),
-		Parameters:  json.RawMessage(taskSchema),
+		Parameters:  taskParams,
 	}, Fn: m.runTask}
 	validated, err := tool.Validated(m.task)
 	if err != nil {
@@ -90,6 +90,9 @@ func NewSubAgentMiddleware(opts SubAgentOptions) (*SubAgentMiddleware, error) {
 	m.task = validated
 	return m, nil
 }
+
+// taskParams is the task tool's schema, shared by every instance.
+var taskParams = json.RawMessage(taskSchema)
 
 const taskSchema = `{"type":"object","properties":{"description":{"type":"string","description":"The complete task for the subagent: everything it needs to know, and what it should return."},"subagent_type":{"type":"string","description":"Which subagent to run; one of the types listed in the tool description."}},"required":["description","subagent_type"],"additionalProperties":false}`
 
@@ -106,8 +109,12 @@ How to use it:
 - Tasks are independent of each other and of earlier tasks; a subagent remembers nothing between calls.
 - To run several independent tasks at once, call task several times in the same turn.
 - Say whether the subagent should produce content, analyse something, or research; it cannot ask you.
-- When a subagent's description says to use it proactively, do so without being asked.
-- Prefer general-purpose for broad, multi-step work that needs the same tools you have; do small, single-step work yourself.`
+- When a subagent's description says to use it proactively, do so without being asked.`
+
+// defaultTaskDescriptionGP is the default description when a general-purpose
+// subagent exists; without one, its last line would send the model to a type
+// it cannot use.
+const defaultTaskDescriptionGP = defaultTaskDescription + "\n- Prefer general-purpose for broad, multi-step work that needs the same tools you have; do small, single-step work yourself."
 
 func (m *SubAgentMiddleware) agentList() string {
 	var sb strings.Builder
@@ -124,6 +131,9 @@ func (m *SubAgentMiddleware) description() string {
 	d := m.opts.TaskDescription
 	if d == "" {
 		d = defaultTaskDescription
+		if _, ok := m.byName["general-purpose"]; ok {
+			d = defaultTaskDescriptionGP
+		}
 	}
 	return strings.ReplaceAll(d, "{available_agents}", m.agentList())
 }

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,6 +138,28 @@ func TestTaskDescriptionOverride(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, "custom task", m.Tools()[0].Spec().Description, "without the placeholder the override is verbatim")
+}
+
+// The default description points at general-purpose only when there is one.
+func TestTaskDescriptionGeneralPurposeHint(t *testing.T) {
+	child := mustAgent(t, agent.Config{Model: fakes.NewScripted()})
+	for _, tt := range []struct {
+		names []string
+		hint  bool
+	}{
+		{[]string{"general-purpose", "a"}, true},
+		{[]string{"a"}, false},
+	} {
+		var subs []middleware.SubAgent
+		for _, n := range tt.names {
+			subs = append(subs, middleware.SubAgent{Name: n, Description: "D", Runner: child})
+		}
+		m, err := middleware.NewSubAgentMiddleware(middleware.SubAgentOptions{SubAgents: subs})
+		require.NoError(t, err)
+		d := m.Tools()[0].Spec().Description
+		assert.Equal(t, tt.hint, strings.Contains(d, "Prefer general-purpose"), "%v: %s", tt.names, d)
+		assert.True(t, strings.HasSuffix(d, "do so without being asked.") != tt.hint, d)
+	}
 }
 
 // stateKeys declares a public and a private key, and records what it saw.

@@ -89,3 +89,45 @@ func TestValidatedRawTool(t *testing.T) {
 	_, err = tool.Validated(&tool.Func{ToolSpec: llm.ToolSpec{Name: "x", Parameters: json.RawMessage(`{"type":7}`)}})
 	require.Error(t, err)
 }
+
+// Equal schema documents share one resolved schema, which keeps validating
+// correctly when used from many goroutines; different documents do not mix.
+func TestSchemasAreShared(t *testing.T) {
+	doc := `{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`
+	a, err := tool.ParseSchema(json.RawMessage(doc))
+	require.NoError(t, err)
+	b, err := tool.ParseSchema(json.RawMessage(doc))
+	require.NoError(t, err)
+	assert.Same(t, a, b)
+	other, err := tool.ParseSchema(json.RawMessage(`{"type":"object","properties":{"s":{"type":"string"}},"required":["s"]}`))
+	require.NoError(t, err)
+	assert.NotSame(t, a, other)
+
+	_, err = tool.ParseSchema(json.RawMessage(`{"type":5}`))
+	require.Error(t, err, "an invalid document is an error every time")
+	_, err = tool.ParseSchema(json.RawMessage(`{"type":5}`))
+	require.Error(t, err)
+
+	s1, err := tool.SchemaFor[readArgs]()
+	require.NoError(t, err)
+	s2, err := tool.SchemaFor[readArgs]()
+	require.NoError(t, err)
+	assert.Same(t, s1, s2)
+
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			s, err := tool.ParseSchema(json.RawMessage(doc))
+			if !assert.NoError(t, err) {
+				return
+			}
+			assert.NoError(t, s.Validate(json.RawMessage(`{"n":3}`)))
+			assert.Error(t, s.Validate(json.RawMessage(`{"n":0}`)), "goroutine %d", i)
+			assert.Error(t, other.Validate(json.RawMessage(`{"n":3}`)))
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+}
