@@ -137,12 +137,15 @@ type Summary struct {
 	Mode        string `json:"mode"`
 	// ExpectedCells is the size of the matrix; ActualCells how many cells
 	// produced a result. A missing cell counts as a failure.
-	ExpectedCells int            `json:"expected_cells"`
-	ActualCells   int            `json:"actual_cells"`
-	Complete      bool           `json:"complete"`
-	Groups        []GroupSummary `json:"groups"`
-	Totals        GroupSummary   `json:"totals"`
-	Thresholds    *Thresholds    `json:"thresholds,omitempty"`
+	ExpectedCells int  `json:"expected_cells"`
+	ActualCells   int  `json:"actual_cells"`
+	Complete      bool `json:"complete"`
+	// Missing lists the cells of the matrix that produced no result, in
+	// matrix order, so reports can name them instead of only counting them.
+	Missing    []CellKey      `json:"missing,omitempty"`
+	Groups     []GroupSummary `json:"groups"`
+	Totals     GroupSummary   `json:"totals"`
+	Thresholds *Thresholds    `json:"thresholds,omitempty"`
 	// Passed is the run's verdict: thresholds hold (or, without thresholds,
 	// every cell passed and the matrix is complete).
 	Passed bool `json:"passed"`
