@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 	"golang.org/x/term"
 
 	"github.com/dageval/dageval/evals"
@@ -192,7 +193,11 @@ var summaryHeader = []string{"model", "profile", "passed", "failed", "errors", "
 func summaryTable(w io.Writer, oc *evals.Outcome) error {
 	s := oc.Summary
 	fmt.Fprintf(w, "%s: %d of %d cells ran (mode %s)\n", s.Suite, s.ActualCells, s.ExpectedCells, s.Mode)
-	t := tablewriter.NewWriter(w)
+	t := tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithFooterAutoFormat(tw.Off),
+		tablewriter.WithFooterAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft}),
+	)
 	t.Header(summaryHeader)
 	for _, g := range s.Groups {
 		if err := t.Append(groupRow(g, g.Model, g.Profile)); err != nil {
