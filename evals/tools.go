@@ -425,10 +425,14 @@ func behaviourTool(spec llm.ToolSpec, b *ToolBehavior) (tool.Tool, error) {
 	switch {
 	case b.Mock != nil:
 		m := b.Mock
-		fn = func(ctx context.Context, args json.RawMessage) (tool.Result, error) { return m.answer(ctx, spec.Name, args), nil }
+		fn = func(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+			return m.answer(ctx, spec.Name, args), nil
+		}
 	case b.Exec != nil:
 		e := b.Exec
-		fn = func(ctx context.Context, args json.RawMessage) (tool.Result, error) { return e.run(ctx, spec.Name, args), nil }
+		fn = func(ctx context.Context, args json.RawMessage) (tool.Result, error) {
+			return e.run(ctx, spec.Name, args), nil
+		}
 	default:
 		return nil, fmt.Errorf("tool %s has no behaviour", spec.Name)
 	}
