@@ -43,8 +43,8 @@ type builtAgent struct {
 // run) was cancelled, which is left out of the results.
 func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail *CellDetail, skipped bool) {
 	start := time.Now()
-	res = CellResult{CellKey: cell.CellKey, ID: cell.ID, Tags: cell.Case.Tags, Checks: []CheckOutcome{}, ToolCalls: []string{}, CostKnown: true}
-	detail = &CellDetail{SchemaVersion: SchemaVersion, Input: cell.Case.Input, Messages: []llm.Message{}}
+	res = CellResult{CellKey: cell.CellKey, ID: cell.ID, Tags: cell.CaseDef.Tags, Checks: []CheckOutcome{}, ToolCalls: []string{}, CostKnown: true}
+	detail = &CellDetail{SchemaVersion: SchemaVersion, Input: cell.CaseDef.Input, Messages: []llm.Message{}}
 	if r.mode != fakes.ModeLive {
 		if rel, err := filepath.Rel(r.s.Dir, cell.Cassette); err == nil {
 			detail.Cassette = filepath.ToSlash(rel)
@@ -76,7 +76,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	defer stop()
 
 	var grader *middleware.RubricMiddleware
-	if cell.Case.Rubric != nil {
+	if cell.CaseDef.Rubric != nil {
 		gm, err := cm.resolve(r.s.Grader.Model)
 		if err != nil {
 			return fail(fmt.Errorf("grader: %w", err))
@@ -97,9 +97,9 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 		return fail(err)
 	}
 
-	in := agent.Input{Messages: []llm.Message{llm.User(cell.Case.Input)}, Files: built.seeds}
-	if cell.Case.Rubric != nil {
-		in = cell.Case.Rubric.Apply(in)
+	in := agent.Input{Messages: []llm.Message{llm.User(cell.CaseDef.Input)}, Files: built.seeds}
+	if cell.CaseDef.Rubric != nil {
+		in = cell.CaseDef.Rubric.Apply(in)
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -172,7 +172,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	}
 
 	// The run finished, or hit a limit: judge it.
-	checks := rubrics.EvaluateAll(context.WithoutCancel(ctx), cell.Case.Checks, rec)
+	checks := rubrics.EvaluateAll(context.WithoutCancel(ctx), cell.CaseDef.Checks, rec)
 	checksPass := true
 	var checkSum float64
 	for _, c := range checks {
@@ -182,7 +182,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	}
 	rubricPass := true
 	var rubricScore float64
-	if r := cell.Case.Rubric; r != nil {
+	if r := cell.CaseDef.Rubric; r != nil {
 		ev, ok := rec.FinalEvaluation()
 		switch {
 		case ok:
@@ -200,9 +200,9 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 		}
 	}
 	switch {
-	case cell.Case.Rubric != nil && len(checks) > 0:
+	case cell.CaseDef.Rubric != nil && len(checks) > 0:
 		res.Score = (rubricScore + checkSum/float64(len(checks))) / 2
-	case cell.Case.Rubric != nil:
+	case cell.CaseDef.Rubric != nil:
 		res.Score = rubricScore
 	case len(checks) > 0:
 		res.Score = checkSum / float64(len(checks))
@@ -305,7 +305,7 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 		tools := make([]tool.Tool, len(cfg.Tools))
 		for i, t := range cfg.Tools {
 			tools[i] = t
-			if b := s.behaviour(cell.Case, t.Spec().Name); b != nil {
+			if b := s.behaviour(cell.CaseDef, t.Spec().Name); b != nil {
 				bt, err := r.behaviourFor(t.Spec(), b)
 				if err != nil {
 					return nil, err
@@ -317,7 +317,7 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 	} else {
 		af := s.Agent.Spec
 		c, err := af.Config(harness.AgentOptions{
-			Bind:         func(d harness.ToolDecl) (tool.Tool, error) { return s.bind(cell.Case, &r.o, d) },
+			Bind:         func(d harness.ToolDecl) (tool.Tool, error) { return s.bind(cell.CaseDef, &r.o, d) },
 			Model:        cell.Model,
 			Profiles:     prof,
 			Middleware:   extra,
@@ -331,7 +331,7 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 			seeds[p] = fd
 		}
 	}
-	for p, content := range cell.Case.Files {
+	for p, content := range cell.CaseDef.Files {
 		seeds[p] = agent.FileData{Content: content, Encoding: backend.EncodingUTF8, CreatedAt: runClock.Format(time.RFC3339), ModifiedAt: runClock.Format(time.RFC3339)}
 	}
 	a, err := harness.New(cfg)
@@ -416,7 +416,7 @@ func (r *runner) fillDetail(d *CellDetail, cell Cell, final *agent.State, rec *r
 	if final != nil {
 		d.Messages = final.Messages
 	} else {
-		d.Messages = partialTranscript(cell.Case.Input, events)
+		d.Messages = partialTranscript(cell.CaseDef.Input, events)
 	}
 	for _, run := range rec.Runs {
 		if run == rec.Trajectory {
@@ -429,7 +429,7 @@ func (r *runner) fillDetail(d *CellDetail, cell Cell, final *agent.State, rec *r
 		d.Subagents = append(d.Subagents, SubagentRun{Path: run.Agent, ToolCallID: run.ToolCallID, Messages: msgs})
 	}
 	for _, ev := range rec.RubricEvaluations {
-		g := cell.Case.Rubric.Grade(ev.Criteria)
+		g := cell.CaseDef.Rubric.Grade(ev.Criteria)
 		d.Evaluations = append(d.Evaluations, *outcomeOf(ev, g, ev.Iteration+1))
 	}
 	if final != nil {

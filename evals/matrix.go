@@ -15,8 +15,9 @@ import (
 type Cell struct {
 	CellKey
 	// ID names the cell's detail file and cassette.
-	ID   string
-	Case *Case
+	ID string
+	// CaseDef is the case named by CellKey.Case.
+	CaseDef *Case
 	// ProfileDef is the profile named by CellKey.Profile.
 	ProfileDef *Profile
 	// Cassette is the cell's cassette file.
@@ -64,7 +65,7 @@ func (s *Suite) Cells(filter string, epochs int) ([]Cell, error) {
 					if cas == "" {
 						cas = filepath.Join(s.Cassettes, id+".yaml")
 					}
-					out = append(out, Cell{CellKey: k, ID: id, Case: c, ProfileDef: p, Cassette: cas})
+					out = append(out, Cell{CellKey: k, ID: id, CaseDef: c, ProfileDef: p, Cassette: cas})
 				}
 			}
 		}

@@ -82,7 +82,7 @@ func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
 	var order []string
 	for _, i := range idx {
 		c := cells[i]
-		key := c.Case.ID + "\x00" + c.Model + "\x00" + c.Profile
+		key := c.CaseDef.ID + "\x00" + c.Model + "\x00" + c.Profile
 		u, ok := units[key]
 		if !ok {
 			u = &unit{}

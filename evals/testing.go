@@ -52,7 +52,7 @@ func Run(t *testing.T, path string, opts ...Option) *Outcome {
 	var mu sync.Mutex
 	t.Run(s.Name, func(t *testing.T) {
 		for i, c := range cells {
-			name := c.Case.ID + "/" + strings.ReplaceAll(c.Model, "/", "_") + "/" + c.Profile + "/e" + strconv.Itoa(c.Epoch)
+			name := c.CaseDef.ID + "/" + strings.ReplaceAll(c.Model, "/", "_") + "/" + c.Profile + "/e" + strconv.Itoa(c.Epoch)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				sem <- struct{}{}

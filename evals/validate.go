@@ -189,8 +189,8 @@ func (r *runner) validateCassettes(cells []Cell) error {
 		if _, err := os.Stat(c.Cassette); err == nil {
 			continue
 		}
-		if len(missing) == 0 && c.Case.Cassette != "" {
-			at = fmt.Sprintf("cases[%d].cassette", c.Case.index)
+		if len(missing) == 0 && c.CaseDef.Cassette != "" {
+			at = fmt.Sprintf("cases[%d].cassette", c.CaseDef.index)
 		}
 		rel, err := filepath.Rel(s.Dir, c.Cassette)
 		if err != nil {
