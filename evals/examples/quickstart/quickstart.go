@@ -299,6 +299,9 @@ func RecordEnv(name string) string {
 // Record re-records the cassettes of the suite at suitePath against a
 // local fakes.Server playing Model, through the runner's real recording
 // path (record mode, the real provider adapters, one cassette per cell).
+// Cells are recorded one at a time: the server derives response ids from
+// the requests it has seen, so a fixed order makes every recording of the
+// suite byte-identical.
 func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.Outcome, error) {
 	srv := fakes.NewServer(Model())
 	defer srv.Close()
@@ -307,9 +310,10 @@ func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.O
 		return nil, err
 	}
 	return s.Run(ctx, evals.Options{
-		Mode:      fakes.ModeRecord,
-		Transport: Redirect(srv.URL),
-		Getenv:    RecordEnv,
-		Progress:  progress,
+		Mode:        fakes.ModeRecord,
+		Concurrency: 1,
+		Transport:   Redirect(srv.URL),
+		Getenv:      RecordEnv,
+		Progress:    progress,
 	})
 }
