@@ -61,9 +61,13 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 	}
 	r.transport = o.Transport
 	if r.transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConnsPerHost = max(r.conc, 2)
-		r.transport = t
+		r.transport = http.DefaultTransport
+		if t, ok := http.DefaultTransport.(*http.Transport); ok {
+			// Keep a connection per cell in flight instead of reconnecting.
+			t = t.Clone()
+			t.MaxIdleConnsPerHost = max(r.conc, 2)
+			r.transport = t
+		}
 	}
 	if len(s.ProviderConcurrency) > 0 {
 		r.limits = map[string]chan struct{}{}
