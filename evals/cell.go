@@ -65,7 +65,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	if err != nil {
 		return fail(err)
 	}
-	stopped := false
+	stopped := cm.rec == nil
 	stop := func() error {
 		if stopped {
 			return nil

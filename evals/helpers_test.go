@@ -114,7 +114,7 @@ func liveHeader(url string) string {
 
 // writeSuite writes files (relative paths) into a new directory and returns
 // the path of its suite.yaml.
-func writeSuite(t *testing.T, files map[string]string) string {
+func writeSuite(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {

@@ -69,6 +69,14 @@ func (r *runner) newResolver(client *http.Client) (func(string) (llm.ChatModel, 
 }
 
 func (r *runner) models(cell Cell) (*cellModels, error) {
+	if r.mode == fakes.ModeLive {
+		// Live calls keep nothing, so they need no recorder in the way.
+		resolve, err := r.newResolver(r.liveClient)
+		if err != nil {
+			return nil, err
+		}
+		return &cellModels{resolve: resolve}, nil
+	}
 	opts := []fakes.Option{fakes.WithMode(r.mode), fakes.WithRealTransport(r.transport), fakes.WithGetenv(r.getenv)}
 	if r.s.Match != "" {
 		opts = append(opts, fakes.WithMatch(r.s.Match))

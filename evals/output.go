@@ -22,26 +22,19 @@ const SummaryMarkdownFile = "summary.md"
 type outDir struct {
 	dir     string
 	partial *os.File
+	written map[string]bool // cell files of this run
 }
 
-// openOutDir prepares dir for a run: it removes the files an earlier run
-// left there (results, summaries, cell details, never anything else) and
-// starts the partial results file.
+// openOutDir prepares dir for a run: it removes the results and summaries
+// an earlier run left there and starts the partial results file. Cell
+// files of an earlier run are replaced as cells finish, and the ones this
+// run does not write are removed when it ends (never any other file).
 func openOutDir(dir string) (*outDir, error) {
 	if err := os.MkdirAll(filepath.Join(dir, CellsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	for _, name := range []string{ResultsFile, SummaryFile, SummaryMarkdownFile, PartialResultsFile} {
+	for _, name := range []string{ResultsFile, SummaryFile, SummaryMarkdownFile} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("output directory: %w", err)
-		}
-	}
-	old, err := filepath.Glob(filepath.Join(dir, CellsDir, "*.json"))
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range old {
-		if err := os.Remove(f); err != nil {
 			return nil, fmt.Errorf("output directory: %w", err)
 		}
 	}
@@ -49,7 +42,7 @@ func openOutDir(dir string) (*outDir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	return &outDir{dir: dir, partial: f}, nil
+	return &outDir{dir: dir, partial: f, written: map[string]bool{}}, nil
 }
 
 func encodeJSON(v any, indent bool) ([]byte, error) {
@@ -65,8 +58,20 @@ func encodeJSON(v any, indent bool) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// cell records a finished cell: its detail file and its partial result line.
-func (o *outDir) cell(res *CellResult, d *CellDetail) error {
+// detail writes a finished cell's detail file. Workers call it
+// concurrently, each for its own cell.
+func (o *outDir) detail(d *CellDetail) error {
+	data, err := encodeJSON(d, true)
+	if err != nil {
+		return err
+	}
+	return writeCellFile(filepath.Join(o.dir, CellsDir), d.Result.ID+".json", data)
+}
+
+// result appends a finished cell's line to the partial results; calls are
+// serialised by the caller, after detail.
+func (o *outDir) result(res *CellResult) error {
+	o.written[res.ID+".json"] = true
 	line, err := encodeJSON(res, false)
 	if err != nil {
 		return err
@@ -74,17 +79,66 @@ func (o *outDir) cell(res *CellResult, d *CellDetail) error {
 	if _, err := o.partial.Write(line); err != nil {
 		return fmt.Errorf("writing %s: %w", PartialResultsFile, err)
 	}
-	data, err := encodeJSON(d, true)
+	return nil
+}
+
+// cell records a finished cell: its detail file, then its result line.
+func (o *outDir) cell(res *CellResult, d *CellDetail) error {
+	if err := o.detail(d); err != nil {
+		return err
+	}
+	return o.result(res)
+}
+
+// writeCellFile writes a cell's file through a temporary file named after
+// it (each cell is written by one worker, so the name cannot clash) and a
+// rename: the fewest file-system calls that never leave a half-written file.
+func writeCellFile(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(filepath.Join(o.dir, CellsDir, res.ID+".json"), data)
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if werr != nil {
+		os.Remove(tmp)
+	}
+	return werr
+}
+
+// pruneCells removes the cell files (and leftover temporary files) that
+// this run did not write.
+func (o *outDir) pruneCells() error {
+	entries, err := os.ReadDir(filepath.Join(o.dir, CellsDir))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		stale := strings.HasSuffix(name, ".json") && !o.written[name] ||
+			strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json.tmp")
+		if stale && !e.IsDir() {
+			if err := os.Remove(filepath.Join(o.dir, CellsDir, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // finish writes results.jsonl in matrix order and summary.json, then drops
 // the partial file.
 func (o *outDir) finish(results []*CellResult, sum *Summary) error {
 	if err := o.partial.Close(); err != nil {
+		return err
+	}
+	if err := o.pruneCells(); err != nil {
 		return err
 	}
 	var b bytes.Buffer

@@ -36,6 +36,7 @@ type runner struct {
 	limits     map[string]chan struct{}
 	log        *slog.Logger
 	conc       int
+	liveClient *http.Client
 }
 
 func (s *Suite) newRunner(o Options) (*runner, error) {
@@ -69,6 +70,7 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 			r.transport = t
 		}
 	}
+	r.liveClient = &http.Client{Transport: r.transport}
 	if len(s.ProviderConcurrency) > 0 {
 		r.limits = map[string]chan struct{}{}
 		for name, n := range s.ProviderConcurrency {
@@ -121,10 +123,17 @@ func (s *Suite) Run(ctx context.Context, o Options) (*Outcome, error) {
 				if skipped {
 					continue
 				}
+				var err error
+				if out != nil {
+					err = out.detail(detail)
+				}
 				mu.Lock()
 				results[i] = &res
 				if out != nil && writeErr == nil {
-					if writeErr = out.cell(&res, detail); writeErr != nil {
+					if err == nil {
+						err = out.result(&res)
+					}
+					if writeErr = err; writeErr != nil {
 						stop()
 					}
 				}

@@ -3,6 +3,7 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,4 +89,29 @@ func TestValidatedRawTool(t *testing.T) {
 
 	_, err = tool.Validated(&tool.Func{ToolSpec: llm.ToolSpec{Name: "x", Parameters: json.RawMessage(`{"type":7}`)}})
 	require.Error(t, err)
+}
+
+func TestParseSchemaCachesDocuments(t *testing.T) {
+	raw := json.RawMessage(`{"type":"object","properties":{"cached_probe":{"type":"integer"}},"required":["cached_probe"]}`)
+	var wg sync.WaitGroup
+	got := make([]*tool.Schema, 8)
+	for i := range got {
+		wg.Go(func() {
+			s, err := tool.ParseSchema(raw)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = s
+		})
+	}
+	wg.Wait()
+	again, err := tool.ParseSchema(raw)
+	require.NoError(t, err)
+	assert.Same(t, got[0], again, "a document seen before is not parsed again")
+	assert.NoError(t, again.Validate(json.RawMessage(`{"cached_probe":1}`)))
+	assert.Error(t, again.Validate(json.RawMessage(`{"cached_probe":"x"}`)))
+	for range 2 {
+		_, err := tool.ParseSchema(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/nowhere"}}}`))
+		assert.Error(t, err, "invalid schemas fail every time")
+	}
 }

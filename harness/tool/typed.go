@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -19,11 +21,34 @@ type Schema struct {
 	resolved *jsonschema.Resolved
 }
 
-// ParseSchema parses and resolves a JSON Schema document.
+// ParseSchema parses and resolves a JSON Schema document. Schemas are
+// immutable, so documents seen before are answered from a bounded cache:
+// assembling an agent parses the same tool schemas every time, and an eval
+// run assembles one agent per cell.
 func ParseSchema(raw json.RawMessage) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
+	if s, ok := schemaCache.Load(string(raw)); ok {
+		return s.(*Schema), nil
+	}
+	s, err := parseSchema(raw)
+	if err == nil && schemaCacheSize.Add(1) <= maxCachedSchemas {
+		schemaCache.Store(string(raw), s)
+	}
+	return s, err
+}
+
+// maxCachedSchemas bounds the schema cache; schemas beyond it are parsed
+// every time, so a program generating schemas cannot grow it without limit.
+const maxCachedSchemas = 4096
+
+var (
+	schemaCache     sync.Map // raw document → *Schema
+	schemaCacheSize atomic.Int64
+)
+
+func parseSchema(raw json.RawMessage) (*Schema, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("parse JSON Schema: %w", err)
