@@ -57,6 +57,13 @@ func (m *convModel) Generate(_ context.Context, req *llm.Request) (*llm.Response
 	return &llm.Response{Message: replies[n]}, nil
 }
 
+// callCount is how many calls the model answered.
+func (m *convModel) callCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.calls
+}
+
 var (
 	rubricBlock     = regexp.MustCompile(`(?s)<rubric-[0-9a-f]+>\n(.*?)\n</rubric-`)
 	transcriptBlock = regexp.MustCompile(`(?s)<transcript-[0-9a-f]+>\n(.*?)\n</transcript-`)
