@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -79,7 +80,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		OutDir: *out, Concurrency: *conc, Filter: *filter, Epochs: *epochs,
 		Getenv:   e.getenv,
 		Progress: e.stderr,
-		Logger:   slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:   slog.New(newOnceHandler(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if *mode != "" {
 		m, err := fakes.ParseMode(*mode)
@@ -102,6 +103,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if oc == nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
+	if strings.HasPrefix(oc.ModeReason, "CI=") {
+		fmt.Fprintf(e.stderr, "dageval run: mode %s: %s\n", oc.Mode, oc.ModeReason)
+	}
 	if rerr := renderRun(e.stdout, *out, oc, formats); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -115,6 +119,42 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return failures("suite %s does not pass: %s", suite.Name, strings.Join(oc.Summary.Reasons, "; "))
 	}
 	return nil
+}
+
+// onceHandler logs each distinct message once: every cell assembles its
+// own agent, and a warning about the suite (a grader grading its own
+// model) would otherwise repeat for every cell.
+type onceHandler struct {
+	slog.Handler
+	seen *onceSet
+}
+
+type onceSet struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func newOnceHandler(h slog.Handler) *onceHandler {
+	return &onceHandler{Handler: h, seen: &onceSet{seen: map[string]bool{}}}
+}
+
+func (h *onceHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.seen.mu.Lock()
+	dup := h.seen.seen[r.Message]
+	h.seen.seen[r.Message] = true
+	h.seen.mu.Unlock()
+	if dup {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *onceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &onceHandler{Handler: h.Handler.WithAttrs(as), seen: h.seen}
+}
+
+func (h *onceHandler) WithGroup(name string) slog.Handler {
+	return &onceHandler{Handler: h.Handler.WithGroup(name), seen: h.seen}
 }
 
 func parseRunFormats(s string) ([]string, error) {

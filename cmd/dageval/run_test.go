@@ -278,3 +278,23 @@ func TestRunIsInterruptible(t *testing.T) {
 	assert.Equal(t, 2, code, errb.String())
 	assert.Contains(t, errb.String(), "interrupted: 0 of 32 cells finished")
 }
+
+// A grader that is also a model under test is warned about once, however
+// many cells it grades.
+func TestRunWarnsAboutSelfGradingOnce(t *testing.T) {
+	srv := fakes.NewServer(graderAndAgent())
+	defer srv.Close()
+	dir := writeFiles(t, map[string]string{"suite.yaml": `version: 1
+name: self
+mode: live
+providers: {local: {kind: openai-compatible, base_url: "` + srv.OpenAIBaseURL() + `", api_key_env: LOCAL_KEY}}
+models: [local:same]
+grader: {model: local:same, temperature: 0}
+epochs: 3
+` + liveAgent + `cases: [{id: a, input: go, rubric: [{name: answers, description: Answers.}]}]
+`})
+	code, stdout, stderr := runCLIEnv(t, mapEnv(map[string]string{"LOCAL_KEY": "k"}), "run", filepath.Join(dir, "suite.yaml"), "--out", t.TempDir())
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Equal(t, 1, strings.Count(stderr, "warning: grader model local:same is also a model under test"), stderr)
+	assert.LessOrEqual(t, strings.Count(stderr, "the grader model is also the model under test"), 1, stderr)
+}
