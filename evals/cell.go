@@ -26,8 +26,11 @@ import (
 // writes are the same on every replay.
 var runClock = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// errCostLimit stops a run that spent more than limits.max_cost_usd.
-var errCostLimit = errors.New("cost limit reached")
+// Errors that stop a run on one of the suite's limits.
+var (
+	errCostLimit = errors.New("cost limit reached")
+	errTimeLimit = errors.New("time limit reached")
+)
 
 // builtAgent is a cell's assembled agent and what the runner needs to know about it.
 type builtAgent struct {
@@ -105,7 +108,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	defer cancel(nil)
 	if r.s.Limits.Timeout > 0 {
 		var stopTimer context.CancelFunc
-		runCtx, stopTimer = context.WithTimeoutCause(runCtx, r.s.Limits.Timeout, fmt.Errorf("timed out after %s (limits.timeout)", r.s.Limits.Timeout))
+		runCtx, stopTimer = context.WithTimeoutCause(runCtx, r.s.Limits.Timeout, fmt.Errorf("%w: the run took longer than limits.timeout %s", errTimeLimit, r.s.Limits.Timeout))
 		defer stopTimer()
 	}
 	pricer := r.pricer(cell, built)
@@ -227,7 +230,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 // a run is judged (and fails) rather than counted as an error.
 func isLimit(err error) bool {
 	var rl *agent.RecursionLimitError
-	return errors.As(err, &rl) || errors.Is(err, errCostLimit) || strings.Contains(err.Error(), "(limits.timeout)")
+	return errors.As(err, &rl) || errors.Is(err, errCostLimit) || errors.Is(err, errTimeLimit)
 }
 
 func outcomeOf(ev middleware.RubricEvaluation, g rubrics.Grade, iterations int) *RubricOutcome {
@@ -429,6 +432,9 @@ func (r *runner) fillDetail(d *CellDetail, cell Cell, final *agent.State, rec *r
 		d.Subagents = append(d.Subagents, SubagentRun{Path: run.Agent, ToolCallID: run.ToolCallID, Messages: msgs})
 	}
 	for _, ev := range rec.RubricEvaluations {
+		if cell.CaseDef.Rubric == nil {
+			break
+		}
 		g := cell.CaseDef.Rubric.Grade(ev.Criteria)
 		d.Evaluations = append(d.Evaluations, *outcomeOf(ev, g, ev.Iteration+1))
 	}

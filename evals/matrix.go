@@ -3,7 +3,6 @@ package evals
 import (
 	"errors"
 	"fmt"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -102,7 +101,7 @@ func parseFilter(expr string) (*filter, error) {
 		if glob == "" {
 			return nil, fmt.Errorf("filter term %q has no pattern", term)
 		}
-		if _, err := path.Match(glob, ""); err != nil {
+		if _, err := compileGlob(glob); err != nil {
 			return nil, fmt.Errorf("filter term %q: %v", term, err)
 		}
 		if neg {
@@ -130,8 +129,9 @@ func (f *filter) match(k CellKey, tags []string) bool {
 	}
 	anyMatch := func(globs, vals []string) bool {
 		for _, g := range globs {
+			re, _ := compileGlob(g)
 			for _, v := range vals {
-				if ok, _ := path.Match(g, v); ok {
+				if re.MatchString(v) {
 					return true
 				}
 			}
@@ -151,5 +151,29 @@ func (f *filter) match(k CellKey, tags []string) bool {
 	return true
 }
 
-// errNoCells is returned when a run was asked for with nothing to run.
-var errNoCells = errors.New("no cells to run")
+// compileGlob turns a filter pattern into a regular expression: * matches
+// any run of characters ('/' and ':' included, which model specs hold), ?
+// one character, [set] a character class; anything else is literal.
+func compileGlob(glob string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(glob); i++ {
+		switch c := glob[i]; c {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		case '[':
+			j := strings.IndexByte(glob[i:], ']')
+			if j < 0 {
+				return nil, errors.New("unclosed [ in pattern")
+			}
+			b.WriteString(glob[i : i+j+1])
+			i += j
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}

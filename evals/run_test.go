@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -149,4 +150,24 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	assert.Len(t, oc.Summary.Missing, 20-oc.Summary.ActualCells)
 	assert.False(t, oc.Summary.Passed)
 	assert.FileExists(t, out+"/summary.json", "what finished is written")
+}
+
+type slowModel struct{ d time.Duration }
+
+func (m slowModel) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	select {
+	case <-time.After(m.d):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &llm.Response{Message: llm.Assistant("late")}, nil
+}
+
+func TestTimeLimitFailsTheCell(t *testing.T) {
+	srv := server(t, slowModel{d: 2 * time.Second})
+	suite := liveHeader(srv.URL) + "models: [local:m]\nagent: {name: a}\nlimits: {timeout: 50ms}\ncases: [{id: a, input: go}]\n"
+	oc := runSuite(t, writeSuite(t, map[string]string{"suite.yaml": suite}), evals.Options{})
+	r := oc.Results[0]
+	assert.Equal(t, evals.StatusFail, r.Status)
+	assert.Contains(t, r.Error, "time limit reached: the run took longer than limits.timeout 50ms")
 }

@@ -149,6 +149,7 @@ func TestFilter(t *testing.T) {
 	assert.Equal(t, 10, count("model=openai:*"))
 	assert.Equal(t, 5, count("model=openai:* profile=base"))
 	assert.Equal(t, 10, count("model!=openai:*"))
+	assert.Equal(t, 10, count("model=*:claude-*"))
 	assert.Equal(t, 20, count("case=a,case=b"))
 	assert.Equal(t, 4, count("epoch=3"))
 	assert.Equal(t, 4, count("case=b epoch=1"))
