@@ -83,6 +83,9 @@ func startProvider(b *testing.B) string {
 	b.Cleanup(func() {
 		stdin.Close()
 		_ = cmd.Wait()
+		if st := cmd.ProcessState; st != nil {
+			b.Logf("the provider process used %s of CPU", st.UserTime()+st.SystemTime())
+		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {

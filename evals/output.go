@@ -90,26 +90,14 @@ func (o *outDir) cell(res *CellResult, d *CellDetail) error {
 	return o.result(res)
 }
 
-// writeCellFile writes a cell's file through a temporary file named after
-// it (each cell is written by one worker, so the name cannot clash) and a
-// rename: the fewest file-system calls that never leave a half-written file.
+// writeCellFile writes a cell's file in place. A half-written cell file
+// can only be left by a run that died, and such a run has no summary.json
+// (which is removed when a run starts and written last, atomically): a
+// directory with a summary never holds a half-written file. Writing in
+// place reuses the files of the previous run into the same directory,
+// which on some file systems costs a fraction of creating new ones.
 func writeCellFile(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, filepath.Join(dir, name))
-	}
-	if werr != nil {
-		os.Remove(tmp)
-	}
-	return werr
+	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
 }
 
 // pruneCells removes the cell files (and leftover temporary files) that
@@ -121,8 +109,7 @@ func (o *outDir) pruneCells() error {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		stale := strings.HasSuffix(name, ".json") && !o.written[name] ||
-			strings.HasPrefix(name, ".") && strings.HasSuffix(name, ".json.tmp")
+		stale := strings.HasSuffix(name, ".json") && !o.written[name]
 		if stale && !e.IsDir() {
 			if err := os.Remove(filepath.Join(o.dir, CellsDir, name)); err != nil {
 				return err

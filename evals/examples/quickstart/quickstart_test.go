@@ -143,3 +143,17 @@ func readJSON(t *testing.T, path string, v any) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, v), path)
 }
+
+// BenchmarkQuickstartReplay replays the 32 cells of the quickstart from
+// their cassettes, offline, writing the run's files.
+func BenchmarkQuickstartReplay(b *testing.B) {
+	s, err := evals.Load("suite.yaml")
+	require.NoError(b, err)
+	out := b.TempDir()
+	for b.Loop() {
+		oc, err := s.Run(b.Context(), evals.Options{OutDir: out, Getenv: func(string) string { return "" }})
+		require.NoError(b, err)
+		require.Equal(b, 30, oc.Summary.Totals.Passed)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/32/1e6, "ms/cell")
+}
