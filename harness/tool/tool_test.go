@@ -107,7 +107,9 @@ func TestParseSchemaCachesDocuments(t *testing.T) {
 	wg.Wait()
 	again, err := tool.ParseSchema(raw)
 	require.NoError(t, err)
-	assert.Same(t, got[0], again, "a document seen before is not parsed again")
+	for _, g := range got {
+		assert.Same(t, g, again, "a document seen before is not parsed again")
+	}
 	assert.NoError(t, again.Validate(json.RawMessage(`{"cached_probe":1}`)))
 	assert.Error(t, again.Validate(json.RawMessage(`{"cached_probe":"x"}`)))
 	for range 2 {

@@ -33,10 +33,15 @@ func ParseSchema(raw json.RawMessage) (*Schema, error) {
 		return s.(*Schema), nil
 	}
 	s, err := parseSchema(raw)
-	if err == nil && schemaCacheSize.Add(1) <= maxCachedSchemas {
-		schemaCache.Store(string(raw), s)
+	if err != nil || schemaCacheSize.Load() >= maxCachedSchemas {
+		return s, err
 	}
-	return s, err
+	// Concurrent first parses of one document all return the one kept.
+	kept, loaded := schemaCache.LoadOrStore(string(raw), s)
+	if !loaded {
+		schemaCacheSize.Add(1)
+	}
+	return kept.(*Schema), nil
 }
 
 // maxCachedSchemas bounds the schema cache; schemas beyond it are parsed
