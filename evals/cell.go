@@ -185,11 +185,11 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	}
 	rubricPass := true
 	var rubricScore float64
-	if r := cell.CaseDef.Rubric; r != nil {
+	if rb := cell.CaseDef.Rubric; rb != nil {
 		ev, ok := rec.FinalEvaluation()
 		switch {
 		case ok:
-			g := r.Grade(ev.Criteria)
+			g := rb.Grade(ev.Criteria)
 			res.Rubric = outcomeOf(ev, g, len(rec.RubricEvaluations))
 			rubricScore = g.Score
 			rubricPass = g.Passed && ev.Result != middleware.RubricFailed && ev.Result != middleware.RubricGraderError

@@ -298,3 +298,11 @@ epochs: 3
 	assert.Equal(t, 1, strings.Count(stderr, "warning: grader model local:same is also a model under test"), stderr)
 	assert.LessOrEqual(t, strings.Count(stderr, "the grader model is also the model under test"), 1, stderr)
 }
+
+func TestRunCannotWriteItsOutput(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notADir, []byte("x"), 0o644))
+	code, _, stderr := runCLI(t, "run", "../../evals/examples/quickstart/suite.yaml", "--out", notADir)
+	assert.Equal(t, 2, code, stderr)
+	assert.Contains(t, stderr, "output directory")
+}
