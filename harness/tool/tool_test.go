@@ -3,7 +3,6 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,29 +90,44 @@ func TestValidatedRawTool(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestParseSchemaCachesDocuments(t *testing.T) {
-	raw := json.RawMessage(`{"type":"object","properties":{"cached_probe":{"type":"integer"}},"required":["cached_probe"]}`)
-	var wg sync.WaitGroup
-	got := make([]*tool.Schema, 8)
-	for i := range got {
-		wg.Go(func() {
-			s, err := tool.ParseSchema(raw)
-			if err != nil {
-				t.Error(err)
-			}
-			got[i] = s
-		})
-	}
-	wg.Wait()
-	again, err := tool.ParseSchema(raw)
+// Equal schema documents share one resolved schema, which keeps validating
+// correctly when used from many goroutines; different documents do not mix.
+func TestSchemasAreShared(t *testing.T) {
+	doc := `{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`
+	a, err := tool.ParseSchema(json.RawMessage(doc))
 	require.NoError(t, err)
-	for _, g := range got {
-		assert.Same(t, g, again, "a document seen before is not parsed again")
+	b, err := tool.ParseSchema(json.RawMessage(doc))
+	require.NoError(t, err)
+	assert.Same(t, a, b)
+	other, err := tool.ParseSchema(json.RawMessage(`{"type":"object","properties":{"s":{"type":"string"}},"required":["s"]}`))
+	require.NoError(t, err)
+	assert.NotSame(t, a, other)
+
+	_, err = tool.ParseSchema(json.RawMessage(`{"type":5}`))
+	require.Error(t, err, "an invalid document is an error every time")
+	_, err = tool.ParseSchema(json.RawMessage(`{"type":5}`))
+	require.Error(t, err)
+
+	s1, err := tool.SchemaFor[readArgs]()
+	require.NoError(t, err)
+	s2, err := tool.SchemaFor[readArgs]()
+	require.NoError(t, err)
+	assert.Same(t, s1, s2)
+
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			s, err := tool.ParseSchema(json.RawMessage(doc))
+			if !assert.NoError(t, err) {
+				return
+			}
+			assert.NoError(t, s.Validate(json.RawMessage(`{"n":3}`)))
+			assert.Error(t, s.Validate(json.RawMessage(`{"n":0}`)), "goroutine %d", i)
+			assert.Error(t, other.Validate(json.RawMessage(`{"n":3}`)))
+		}()
 	}
-	assert.NoError(t, again.Validate(json.RawMessage(`{"cached_probe":1}`)))
-	assert.Error(t, again.Validate(json.RawMessage(`{"cached_probe":"x"}`)))
-	for range 2 {
-		_, err := tool.ParseSchema(json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/nowhere"}}}`))
-		assert.Error(t, err, "invalid schemas fail every time")
+	for range 8 {
+		<-done
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -21,39 +20,49 @@ type Schema struct {
 	resolved *jsonschema.Resolved
 }
 
-// ParseSchema parses and resolves a JSON Schema document. Schemas are
-// immutable, so documents seen before are answered from a bounded cache:
-// assembling an agent parses the same tool schemas every time, and an eval
-// run assembles one agent per cell.
+// Resolved schemas are immutable and safe for concurrent use, so equal
+// documents share one: agents assembled again and again (every subagent, every
+// test) would otherwise parse and resolve the same tool schemas each time,
+// which dominates the cost of assembling an agent.
+var (
+	parsedMu        sync.RWMutex
+	parsedSchemas   = map[string]*Schema{} // keyed by the document's bytes
+	inferredSchemas sync.Map               // reflect.Type → *Schema
+)
+
+// maxParsedSchemas bounds the cache of parsed documents, so a program that
+// makes up schemas on the fly (per-call response formats) cannot grow it
+// without limit; later documents are parsed every time.
+const maxParsedSchemas = 4096
+
+// ParseSchema parses and resolves a JSON Schema document. The result must
+// not be modified; equal documents may return the same *Schema.
 func ParseSchema(raw json.RawMessage) (*Schema, error) {
+	parsedMu.RLock()
+	cached, ok := parsedSchemas[string(raw)] // no copy of raw for the lookup
+	parsedMu.RUnlock()
+	if ok {
+		return cached, nil
+	}
+	s, err := parseSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	parsedMu.Lock()
+	defer parsedMu.Unlock()
+	if prev, ok := parsedSchemas[string(raw)]; ok {
+		return prev, nil
+	}
+	if len(parsedSchemas) < maxParsedSchemas {
+		parsedSchemas[string(raw)] = s
+	}
+	return s, nil
+}
+
+func parseSchema(raw json.RawMessage) (*Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	if s, ok := schemaCache.Load(string(raw)); ok {
-		return s.(*Schema), nil
-	}
-	s, err := parseSchema(raw)
-	if err != nil || schemaCacheSize.Load() >= maxCachedSchemas {
-		return s, err
-	}
-	// Concurrent first parses of one document all return the one kept.
-	kept, loaded := schemaCache.LoadOrStore(string(raw), s)
-	if !loaded {
-		schemaCacheSize.Add(1)
-	}
-	return kept.(*Schema), nil
-}
-
-// maxCachedSchemas bounds the schema cache; schemas beyond it are parsed
-// every time, so a program generating schemas cannot grow it without limit.
-const maxCachedSchemas = 4096
-
-var (
-	schemaCache     sync.Map // raw document → *Schema
-	schemaCacheSize atomic.Int64
-)
-
-func parseSchema(raw json.RawMessage) (*Schema, error) {
 	var s jsonschema.Schema
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("parse JSON Schema: %w", err)
@@ -67,7 +76,21 @@ func parseSchema(raw json.RawMessage) (*Schema, error) {
 
 // SchemaFor infers the JSON Schema of the Go type T from its json and
 // jsonschema struct tags (the jsonschema tag is the property description).
+// The schema is inferred once per type; the result must not be modified.
 func SchemaFor[T any]() (*Schema, error) {
+	t := reflect.TypeFor[T]()
+	if cached, ok := inferredSchemas.Load(t); ok {
+		return cached.(*Schema), nil
+	}
+	s, err := inferSchema[T]()
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := inferredSchemas.LoadOrStore(t, s)
+	return actual.(*Schema), nil
+}
+
+func inferSchema[T any]() (*Schema, error) {
 	s, err := jsonschema.For[T](nil)
 	if err != nil {
 		return nil, fmt.Errorf("infer JSON Schema of %v: %w", reflect.TypeFor[T](), err)
@@ -83,7 +106,7 @@ func SchemaFor[T any]() (*Schema, error) {
 	return &Schema{raw: raw, resolved: r}, nil
 }
 
-// JSON returns the schema document.
+// JSON returns the schema document; callers must not modify it.
 func (s *Schema) JSON() json.RawMessage { return s.raw }
 
 // Validate checks a JSON arguments document against the schema and returns a
