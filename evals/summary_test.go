@@ -163,3 +163,11 @@ func TestFilter(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+func TestCellFileNamesMustNotCollide(t *testing.T) {
+	s, err := evals.Parse("suite.yaml", []byte("version: 1\nname: c\nagent: {name: a}\nmodels: [openai:gpt-5]\ncases:\n  - {id: a.b, input: x}\n  - {id: a_b, input: y}\n  - {id: a-b, input: z}\n"))
+	require.NoError(t, err)
+	_, err = s.Cells("", 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "suite.yaml:8:6: cases[2].id: cells a.b/openai:gpt-5/default/e1 and a-b/openai:gpt-5/default/e1 would share the file name a-b--openai-gpt-5--default--e1")
+}
