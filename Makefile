@@ -16,9 +16,9 @@ test-browser:
 vet:
 	$(GO) vet $(PKGS)
 
-## demo: run the main job offline and print its result
+## demo: run the quickstart eval suite offline (replayed cassettes) and print its table
 demo:
-	$(GO) run ./cmd/dageval demo
+	$(GO) run ./cmd/dageval run evals/examples/quickstart/suite.yaml --out dageval-out
 
 ## bench: the benchmarks that back the speed and memory goals
 bench:

@@ -1,0 +1,190 @@
+package evals_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// benchModel answers like a small competent agent (one lookup, then an
+// answer) and, when offered GraderResponse, like a grader that passes
+// every criterion of the rubric it was given.
+type benchModel struct{}
+
+func (benchModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	for _, s := range req.Tools {
+		if s.Name == "GraderResponse" {
+			payload := req.Messages[0].Text()
+			rb := rubricBlock.FindStringSubmatch(payload)
+			if rb == nil {
+				return nil, fmt.Errorf("no rubric")
+			}
+			var cs []string
+			for _, c := range criterionLine.FindAllStringSubmatch(rb[1], -1) {
+				cs = append(cs, fmt.Sprintf(`{"name":%q,"passed":true}`, c[1]))
+			}
+			args := `{"result":"satisfied","explanation":"All criteria hold.","criteria":[` + strings.Join(cs, ",") + `]}`
+			return &llm.Response{Message: llm.Assistant("", llm.ToolCall{Name: "GraderResponse", Args: json.RawMessage(args)})}, nil
+		}
+	}
+	last := req.Messages[len(req.Messages)-1]
+	if last.Role == llm.RoleTool {
+		return &llm.Response{Message: llm.Assistant("The answer is " + last.Text() + ".")}, nil
+	}
+	q, _ := json.Marshal(map[string]string{"q": req.Messages[0].Text()})
+	return &llm.Response{Message: llm.Assistant("", llm.ToolCall{Name: "lookup", Args: q})}, nil
+}
+
+// TestBenchProvider is not a test: BenchmarkSuite runs the test binary with
+// DAGEVAL_BENCH_PROVIDER=1 to get the mock provider in a process of its
+// own, so that the benchmark measures the runner's memory, not the
+// server's record of every request it answered.
+func TestBenchProvider(t *testing.T) {
+	if os.Getenv("DAGEVAL_BENCH_PROVIDER") != "1" {
+		t.Skip("the benchmark's provider process")
+	}
+	srv := fakes.NewServer(benchModel{})
+	defer srv.Close()
+	fmt.Println(srv.OpenAIBaseURL())
+	_, _ = io.Copy(io.Discard, os.Stdin) // serve until the benchmark closes stdin
+}
+
+// startProvider runs the mock provider in a child process and returns its base URL.
+func startProvider(b *testing.B) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchProvider$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "DAGEVAL_BENCH_PROVIDER=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+		if st := cmd.ProcessState; st != nil {
+			b.Logf("the provider process used %s of CPU", st.UserTime()+st.SystemTime())
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("provider process: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return strings.TrimSpace(line)
+}
+
+// benchSuite is 2 models × n cases, each with an inline rubric graded by a
+// grader model and two checks.
+func benchSuite(url string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `version: 1
+name: bench
+providers: {local: {kind: openai-compatible, base_url: %q, api_key_env: TEST_KEY}}
+agent:
+  name: bench
+  system_prompt: You answer questions, looking facts up first.
+  tools: [{name: lookup, description: Looks a fact up., parameters: {type: object, properties: {q: {type: string}}, required: [q]}}]
+tools: {lookup: {mock: {result: "42"}}}
+models: [local:model-a, local:model-b]
+grader: {model: local:grader, temperature: 0}
+mode: live
+concurrency: 16
+cases:
+`, url)
+	for i := range n {
+		fmt.Fprintf(&b, `  - id: case-%03d
+    input: "Question %d: what is the answer?"
+    rubric: [{name: answers, description: Gives the answer.}, {name: grounded, description: Uses the lookup result.}]
+    checks: [{tool_called: lookup}, {final_answer: {contains: "42"}}]
+`, i, i)
+	}
+	return b.String()
+}
+
+// peakHeap samples the live heap until stop is called and returns the
+// highest value seen, in bytes.
+func peakHeap() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak.Load()
+	}
+}
+
+// BenchmarkSuite runs a 2 models × 200 cases suite, rubric-graded, end to
+// end (load, run, write results) in live mode against a local mock
+// provider. Goal: ≤ 0.5 s and ≤ 40 MiB peak heap per run.
+func BenchmarkSuite(b *testing.B) {
+	url := startProvider(b)
+	path := writeSuite(b, map[string]string{"suite.yaml": benchSuite(url, 200)})
+	out := b.TempDir()
+	var peak uint64
+	runtime.GC()
+	b.ResetTimer()
+	for b.Loop() {
+		stop := peakHeap()
+		s, err := evals.Load(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		oc, err := s.Run(context.Background(), evals.Options{OutDir: benchOut(out), Getenv: testEnv})
+		if err != nil {
+			b.Fatal(err)
+		}
+		peak = max(peak, stop())
+		if oc.Summary.Totals.Passed != 400 {
+			b.Fatalf("%d of %d cells passed: %v", oc.Summary.Totals.Passed, oc.Summary.ExpectedCells, oc.Results[0].Error)
+		}
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+}
+
+// benchOut is the benchmark's output directory; DAGEVAL_BENCH_NOWRITE=1
+// leaves files out, to see what writing them costs.
+func benchOut(dir string) string {
+	if os.Getenv("DAGEVAL_BENCH_NOWRITE") == "1" {
+		return ""
+	}
+	return dir
+}

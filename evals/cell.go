@@ -1,0 +1,474 @@
+package evals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/catalog"
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/tool"
+	"github.com/dageval/dageval/rubrics"
+)
+
+// runClock is the clock of every run, so that timestamps in files the agent
+// writes are the same on every replay.
+var runClock = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Errors that stop a run on one of the suite's limits.
+var (
+	errCostLimit = errors.New("cost limit reached")
+	errTimeLimit = errors.New("time limit reached")
+)
+
+// builtAgent is a cell's assembled agent and what the runner needs to know about it.
+type builtAgent struct {
+	agent   *harness.Agent
+	seeds   map[string]agent.FileData
+	backend backend.Backend
+	// subModels maps subagent names to their model specs, for pricing.
+	subModels map[string]string
+}
+
+// runCell runs one cell and judges it. It never fails: what goes wrong is
+// the cell's error. skipped reports a cell cut short because ctx (the whole
+// run) was cancelled, which is left out of the results.
+func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail *CellDetail, skipped bool) {
+	start := time.Now()
+	res = CellResult{CellKey: cell.CellKey, ID: cell.ID, Tags: cell.CaseDef.Tags, Checks: []CheckOutcome{}, ToolCalls: []string{}, CostKnown: true}
+	detail = &CellDetail{SchemaVersion: SchemaVersion, Input: cell.CaseDef.Input, Messages: []llm.Message{}}
+	if r.mode != fakes.ModeLive {
+		if rel, err := filepath.Rel(r.s.Dir, cell.Cassette); err == nil {
+			detail.Cassette = filepath.ToSlash(rel)
+		}
+	}
+	finish := func() {
+		res.DurationMS = time.Since(start).Milliseconds()
+		detail.Result = res
+	}
+	fail := func(err error) (CellResult, *CellDetail, bool) {
+		res.Status, res.Error, res.Score = StatusError, err.Error(), 0
+		res.Checks = []CheckOutcome{}
+		finish()
+		return res, detail, ctx.Err() != nil
+	}
+
+	cm, err := r.models(cell)
+	if err != nil {
+		return fail(err)
+	}
+	stopped := cm.rec == nil
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		return cm.rec.Stop()
+	}
+	defer stop()
+
+	var grader *middleware.RubricMiddleware
+	if cell.CaseDef.Rubric != nil {
+		gm, err := cm.resolve(r.s.Grader.Model)
+		if err != nil {
+			return fail(fmt.Errorf("grader: %w", err))
+		}
+		grader, err = middleware.NewRubricMiddleware(middleware.RubricOptions{
+			Model:         gm,
+			MaxIterations: r.s.Grader.MaxIterations,
+			Temperature:   r.s.Grader.Temperature,
+			Seed:          r.s.Grader.Seed,
+			Logger:        r.log,
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	built, err := r.buildAgent(ctx, cell, cm.resolve, grader)
+	if err != nil {
+		return fail(err)
+	}
+
+	in := agent.Input{Messages: []llm.Message{llm.User(cell.CaseDef.Input)}, Files: built.seeds}
+	if cell.CaseDef.Rubric != nil {
+		in = cell.CaseDef.Rubric.Apply(in)
+	}
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if r.s.Limits.Timeout > 0 {
+		var stopTimer context.CancelFunc
+		runCtx, stopTimer = context.WithTimeoutCause(runCtx, r.s.Limits.Timeout, fmt.Errorf("%w: the run took longer than limits.timeout %s", errTimeLimit, r.s.Limits.Timeout))
+		defer stopTimer()
+	}
+	pricer := r.pricer(cell, built)
+	var (
+		mu     sync.Mutex
+		events []agent.Event
+	)
+	opts := []agent.Option{
+		agent.WithClock(func() time.Time { return runClock }),
+		agent.WithEvents(func(ev agent.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, ev)
+			if ev.Type == agent.EventModelEnd && ev.Response != nil {
+				pricer.add(ev.Agent, ev.Response.Usage)
+				if lim := r.s.Limits.MaxCostUSD; lim > 0 && pricer.usd > lim {
+					cancel(fmt.Errorf("%w: the run cost $%.4f, over limits.max_cost_usd $%g", errCostLimit, pricer.usd, lim))
+				}
+			}
+		}),
+	}
+	if r.s.Limits.MaxSteps > 0 {
+		opts = append(opts, agent.WithRecursionLimit(r.s.Limits.MaxSteps))
+	}
+	out, runErr := built.agent.Invoke(runCtx, in, opts...)
+	if runErr != nil && ctx.Err() != nil {
+		return fail(ctx.Err())
+	}
+	if runErr != nil && runCtx.Err() != nil {
+		runErr = context.Cause(runCtx)
+	}
+	if err := stop(); err != nil {
+		return fail(fmt.Errorf("saving the cassette: %w", err))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+
+	var final *agent.State
+	if out != nil {
+		final = out.State
+	}
+	rec := rubrics.NewRecord(events, final)
+	rec.Files = cellFiles{state: rubrics.StateFiles(stateFiles(final)), b: built.backend}
+	rec.Err = runErr
+	if pricer.known {
+		usd := pricer.usd
+		rec.CostUSD = &usd
+	}
+	res.Usage = RoleUsage{Agent: rec.Usage.Agent, Subagents: rec.Usage.Subagents, Grader: rec.Usage.Grader}
+	res.CostUSD, res.CostKnown = pricer.usd, pricer.known
+	res.ToolCalls = append(res.ToolCalls, rec.ToolCallNames()...)
+	res.Steps = rec.Steps
+	if out != nil {
+		res.Steps = out.Steps
+	}
+	r.fillDetail(detail, cell, final, rec, events, built.seeds)
+
+	limitHit := runErr != nil && isLimit(runErr)
+	switch {
+	case runErr != nil && !limitHit:
+		return fail(runErr)
+	case out != nil && out.Interrupted():
+		return fail(errors.New("the agent paused for human input (interrupt_on); a suite run cannot answer it"))
+	}
+
+	// The run finished, or hit a limit: judge it.
+	checks := rubrics.EvaluateAll(context.WithoutCancel(ctx), cell.CaseDef.Checks, rec)
+	checksPass := true
+	var checkSum float64
+	for _, c := range checks {
+		res.Checks = append(res.Checks, CheckOutcome{Name: c.Name, Passed: c.Passed, Score: c.Score, Detail: c.Detail})
+		checksPass = checksPass && c.Passed
+		checkSum += c.Score
+	}
+	rubricPass := true
+	var rubricScore float64
+	if rb := cell.CaseDef.Rubric; rb != nil {
+		ev, ok := rec.FinalEvaluation()
+		switch {
+		case ok:
+			g := rb.Grade(ev.Criteria)
+			res.Rubric = outcomeOf(ev, g, len(rec.RubricEvaluations))
+			rubricScore = g.Score
+			rubricPass = g.Passed && ev.Result != middleware.RubricFailed && ev.Result != middleware.RubricGraderError
+			if ev.Result == middleware.RubricGraderError && !limitHit {
+				return fail(fmt.Errorf("the rubric grader failed: %s", ev.Explanation))
+			}
+		case limitHit:
+			rubricPass = false
+		default:
+			return fail(errors.New("the run finished but the rubric grader never ran"))
+		}
+	}
+	switch {
+	case cell.CaseDef.Rubric != nil && len(checks) > 0:
+		res.Score = (rubricScore + checkSum/float64(len(checks))) / 2
+	case cell.CaseDef.Rubric != nil:
+		res.Score = rubricScore
+	case len(checks) > 0:
+		res.Score = checkSum / float64(len(checks))
+	default:
+		res.Score = 1
+		if limitHit {
+			res.Score = 0
+		}
+	}
+	res.Status = StatusFail
+	if checksPass && rubricPass && !limitHit {
+		res.Status = StatusPass
+	}
+	if limitHit {
+		res.Error = runErr.Error()
+	}
+	finish()
+	return res, detail, false
+}
+
+// isLimit reports whether a run stopped on one of the suite's limits; such
+// a run is judged (and fails) rather than counted as an error.
+func isLimit(err error) bool {
+	var rl *agent.RecursionLimitError
+	return errors.As(err, &rl) || errors.Is(err, errCostLimit) || errors.Is(err, errTimeLimit)
+}
+
+func outcomeOf(ev middleware.RubricEvaluation, g rubrics.Grade, iterations int) *RubricOutcome {
+	o := &RubricOutcome{Result: string(ev.Result), Iterations: iterations, Explanation: ev.Explanation, Score: g.Score, Criteria: []CriterionOutcome{}}
+	for _, c := range g.Criteria {
+		o.Criteria = append(o.Criteria, CriterionOutcome{Name: c.Name, Passed: c.Passed, Gap: c.Gap})
+	}
+	return o
+}
+
+func stateFiles(st *agent.State) map[string]agent.FileData {
+	if st == nil {
+		return nil
+	}
+	return st.Files
+}
+
+// cellFiles reads the agent's files after a run: from its state, or from a
+// backend that keeps them elsewhere (a directory, a store).
+type cellFiles struct {
+	state rubrics.StateFiles
+	b     backend.Backend
+}
+
+func (f cellFiles) ReadFile(ctx context.Context, path string) (string, error) {
+	s, err := f.state.ReadFile(ctx, path)
+	if err == nil || f.b == nil {
+		return s, err
+	}
+	if _, isState := f.b.(*backend.State); isState {
+		return s, err
+	}
+	res := f.b.Download(ctx, []string{path})
+	if len(res) != 1 {
+		return "", fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+	}
+	if res[0].Err != nil {
+		if backend.CodeOf(res[0].Err) == backend.FileNotFound {
+			return "", fmt.Errorf("%s: %w", path, fs.ErrNotExist)
+		}
+		return "", res[0].Err
+	}
+	return string(res[0].Content), nil
+}
+
+// buildAgent assembles the cell's agent: the suite's agent file (or
+// factory) with the cell's model, profile, tool behaviours and grader.
+func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string) (llm.ChatModel, error), grader *middleware.RubricMiddleware) (*builtAgent, error) {
+	s := r.s
+	var cfg harness.Config
+	seeds := map[string]agent.FileData{}
+	var prof []*profile.HarnessProfile
+	if h := cell.ProfileDef.harness; h != nil {
+		prof = append(prof, h)
+	}
+	var extra []agent.Middleware
+	if grader != nil {
+		extra = append(extra, grader)
+	}
+	if s.Agent.Factory != "" {
+		f, ok := r.o.agentFactory(s.Agent.Factory)
+		if !ok {
+			return nil, fmt.Errorf("no agent factory is registered as %q", s.Agent.Factory)
+		}
+		c, err := f(ctx, AgentRequest{Cell: cell.CellKey, Model: cell.Model})
+		if err != nil {
+			return nil, fmt.Errorf("agent factory %s: %w", s.Agent.Factory, err)
+		}
+		cfg = c
+		cfg.Model, cfg.ModelSpec, cfg.ResolveModel = nil, cell.Model, resolve
+		for _, p := range prof {
+			cfg.Profile = profile.MergeHarness(cfg.Profile, p)
+		}
+		cfg.Middleware = append(append([]agent.Middleware{}, cfg.Middleware...), extra...)
+		tools := make([]tool.Tool, len(cfg.Tools))
+		for i, t := range cfg.Tools {
+			tools[i] = t
+			if b := s.behaviour(cell.CaseDef, t.Spec().Name); b != nil {
+				bt, err := r.behaviourFor(t.Spec(), b)
+				if err != nil {
+					return nil, err
+				}
+				tools[i] = bt
+			}
+		}
+		cfg.Tools = tools
+	} else {
+		af := s.Agent.Spec
+		c, err := af.Config(harness.AgentOptions{
+			Bind:         func(d harness.ToolDecl) (tool.Tool, error) { return s.bind(cell.CaseDef, &r.o, d) },
+			Model:        cell.Model,
+			Profiles:     prof,
+			Middleware:   extra,
+			ResolveModel: resolve,
+		})
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+		for p, fd := range af.SeedFiles() {
+			seeds[p] = fd
+		}
+	}
+	for p, content := range cell.CaseDef.Files {
+		seeds[p] = agent.FileData{Content: content, Encoding: backend.EncodingUTF8, CreatedAt: runClock.Format(time.RFC3339), ModifiedAt: runClock.Format(time.RFC3339)}
+	}
+	a, err := harness.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &builtAgent{agent: a, seeds: seeds, backend: cfg.Backend, subModels: map[string]string{}}
+	for _, sa := range cfg.SubAgents {
+		if sa.ModelSpec != "" {
+			b.subModels[sa.Name] = sa.ModelSpec
+		}
+	}
+	if len(seeds) == 0 {
+		b.seeds = nil
+	}
+	return b, nil
+}
+
+// behaviourFor gives a factory's tool the suite's behaviour.
+func (r *runner) behaviourFor(spec llm.ToolSpec, b *ToolBehavior) (tool.Tool, error) {
+	if b.Go != "" {
+		gt, ok := r.o.goTool(b.Go)
+		if !ok {
+			return nil, fmt.Errorf("tool %s: no Go tool is registered as %q", spec.Name, b.Go)
+		}
+		return &tool.Func{ToolSpec: spec, Fn: gt.Call}, nil
+	}
+	return behaviourTool(spec, b)
+}
+
+// pricer prices a run's model calls as they happen, each with the model of
+// the agent that made it.
+type pricer struct {
+	cell      Cell
+	grader    string
+	subModels map[string]string
+	usd       float64
+	known     bool
+}
+
+func (r *runner) pricer(cell Cell, b *builtAgent) *pricer {
+	p := &pricer{cell: cell, subModels: b.subModels, known: true}
+	if r.s.Grader != nil {
+		p.grader = r.s.Grader.Model
+	}
+	return p
+}
+
+// specFor is the model spec behind an agent path: the grader's for grader
+// runs, a subagent's own model when it has one, else the model under test.
+func (p *pricer) specFor(path string) string {
+	segs := strings.Split(path, "/")
+	for i := len(segs) - 1; i >= 1; i-- {
+		if segs[i] == middleware.RubricGraderName {
+			return p.grader
+		}
+		if name, ok := strings.CutPrefix(segs[i], "task:"); ok {
+			if spec, ok := p.subModels[name]; ok {
+				return spec
+			}
+			return p.cell.Model
+		}
+	}
+	return p.cell.Model
+}
+
+func (p *pricer) add(path string, u llm.Usage) {
+	if u.IsZero() {
+		return
+	}
+	c, err := catalog.CostOf(p.specFor(path), u)
+	if err != nil {
+		p.known = false
+		return
+	}
+	p.usd += c.USD
+}
+
+// fillDetail records the transcript, subagent runs, rubric evaluations and
+// written files of a cell.
+func (r *runner) fillDetail(d *CellDetail, cell Cell, final *agent.State, rec *rubrics.Record, events []agent.Event, seeds map[string]agent.FileData) {
+	if final != nil {
+		d.Messages = final.Messages
+	} else {
+		d.Messages = partialTranscript(cell.CaseDef.Input, events)
+	}
+	for _, run := range rec.Runs {
+		if run == rec.Trajectory {
+			continue
+		}
+		msgs := run.Messages
+		if msgs == nil {
+			msgs = []llm.Message{}
+		}
+		d.Subagents = append(d.Subagents, SubagentRun{Path: run.Agent, ToolCallID: run.ToolCallID, Messages: msgs})
+	}
+	for _, ev := range rec.RubricEvaluations {
+		if cell.CaseDef.Rubric == nil {
+			break
+		}
+		g := cell.CaseDef.Rubric.Grade(ev.Criteria)
+		d.Evaluations = append(d.Evaluations, *outcomeOf(ev, g, ev.Iteration+1))
+	}
+	if final != nil {
+		for p, fd := range final.Files {
+			if s, ok := seeds[p]; ok && s.Content == fd.Content {
+				continue
+			}
+			if d.Files == nil {
+				d.Files = map[string]string{}
+			}
+			d.Files[p] = fd.Content
+		}
+	}
+}
+
+// partialTranscript rebuilds the main agent's messages from the events of a
+// run that did not finish.
+func partialTranscript(input string, events []agent.Event) []llm.Message {
+	msgs := []llm.Message{llm.User(input)}
+	root := ""
+	for _, ev := range events {
+		if root == "" {
+			root, _, _ = strings.Cut(ev.Agent, "/")
+		}
+		if ev.Agent != root {
+			continue
+		}
+		switch {
+		case ev.Type == agent.EventModelEnd && ev.Response != nil:
+			msgs = append(msgs, ev.Response.Message)
+		case ev.Type == agent.EventToolEnd && ev.ToolResult != nil:
+			msgs = append(msgs, *ev.ToolResult)
+		}
+	}
+	return msgs
+}

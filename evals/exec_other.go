@@ -1,0 +1,7 @@
+//go:build !unix
+
+package evals
+
+import "os/exec"
+
+func killGroup(*exec.Cmd) {}

@@ -1,0 +1,125 @@
+package evals
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/builtin"
+)
+
+// providerEntries merges the agent file's providers and the suite's over
+// the built-in ones (later wins).
+func (s *Suite) providerEntries() map[string]provider.Entry {
+	out := map[string]provider.Entry{}
+	if af := s.Agent.Spec; af != nil {
+		for _, name := range sortedKeys(af.Providers) {
+			d := af.Providers[name]
+			kind := d.Kind
+			if kind == "" {
+				kind = provider.KindOpenAICompatible
+			}
+			out[name] = provider.Entry{Kind: kind, BaseURL: d.BaseURL, APIKeyEnv: d.APIKeyEnv, Headers: d.Headers}
+		}
+	}
+	for name, e := range s.Providers {
+		out[name] = e
+	}
+	return out
+}
+
+// cellModels resolves a cell's model specs so that every call goes through
+// the cell's recorder, replaying or recording its cassette.
+type cellModels struct {
+	rec     *fakes.Recorder
+	resolve func(spec string) (llm.ChatModel, error)
+}
+
+// newResolver builds the model resolver a cell (or validation) uses: the
+// built-in adapters over client, with the suite's providers and the run's
+// per-provider limits.
+func (r *runner) newResolver(client *http.Client) (func(string) (llm.ChatModel, error), error) {
+	res := builtin.NewResolver(provider.Config{
+		HTTPClient: client,
+		Replay:     r.mode == fakes.ModeReplay,
+		Getenv:     r.getenv,
+	})
+	if err := res.SetEntries(r.entries); err != nil {
+		return nil, err
+	}
+	resolve := harness.ModelResolver(profile.Default(), res)
+	if len(r.limits) == 0 {
+		return resolve, nil
+	}
+	return func(spec string) (llm.ChatModel, error) {
+		m, err := resolve(spec)
+		if err != nil {
+			return nil, err
+		}
+		sp, _ := llm.ParseSpec(spec)
+		if sem, ok := r.limits[sp.Provider]; ok {
+			return limit(m, sem), nil
+		}
+		return m, nil
+	}, nil
+}
+
+func (r *runner) models(cell Cell) (*cellModels, error) {
+	if r.mode == fakes.ModeLive {
+		// Live calls keep nothing, so they need no recorder in the way.
+		resolve, err := r.newResolver(r.liveClient)
+		if err != nil {
+			return nil, err
+		}
+		return &cellModels{resolve: resolve}, nil
+	}
+	opts := []fakes.Option{fakes.WithMode(r.mode), fakes.WithRealTransport(r.transport), fakes.WithGetenv(r.getenv)}
+	if r.s.Match != "" {
+		opts = append(opts, fakes.WithMatch(r.s.Match))
+	}
+	rec, err := fakes.NewRecorder(cell.Cassette, opts...)
+	if err != nil {
+		return nil, err
+	}
+	resolve, err := r.newResolver(rec.Client())
+	if err != nil {
+		return nil, err
+	}
+	return &cellModels{rec: rec, resolve: resolve}, nil
+}
+
+// limit wraps a model so that at most cap(sem) of its provider's calls are
+// in flight across the run.
+func limit(m llm.ChatModel, sem chan struct{}) llm.ChatModel {
+	l := limited{inner: m, sem: sem}
+	if _, ok := m.(llm.Identified); ok {
+		return identifiedLimited{l}
+	}
+	return l
+}
+
+type limited struct {
+	inner llm.ChatModel
+	sem   chan struct{}
+}
+
+func (l limited) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-l.sem }()
+	return l.inner.Generate(ctx, req)
+}
+
+type identifiedLimited struct{ limited }
+
+func (l identifiedLimited) Identity() llm.Identity {
+	id, _ := llm.IdentityOf(l.inner)
+	return id
+}

@@ -1,0 +1,101 @@
+package evals
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/harness/tool"
+)
+
+// Options tune a suite run. The zero value runs the suite as its file says
+// and writes nothing.
+type Options struct {
+	// Mode overrides the suite's mode. CI=true still forces replay unless
+	// the mode is live (see fakes.ResolveMode).
+	Mode fakes.Mode
+	// OutDir receives results.jsonl, summary.json and cells/; "" writes nothing.
+	OutDir string
+	// Concurrency overrides the suite's concurrency (cells in flight).
+	Concurrency int
+	// Filter selects cells (see Suite.Cells): "case=paris-* model=openai:*".
+	Filter string
+	// Epochs, when positive, overrides every case's epochs.
+	Epochs int
+	// Transport carries recording and live traffic (a clone of
+	// http.DefaultTransport sized for the concurrency when nil). Replays
+	// never reach it.
+	Transport http.RoundTripper
+	// Getenv reads API keys, CI and DAGEVAL_RECORD (os.Getenv when nil).
+	Getenv func(string) string
+	// Progress receives a progress bar (ProgressBar) or one line per
+	// finished cell; nil shows nothing.
+	Progress    io.Writer
+	ProgressBar bool
+	// Tools and Agents add Go tools and agent factories for this run; they
+	// win over the ones registered with RegisterTool and RegisterAgent.
+	Tools  map[string]tool.Tool
+	Agents map[string]AgentFactory
+	// Logger receives the harness's warnings (a grader grading its own
+	// model, grading failures); nil discards them, since results carry them.
+	Logger *slog.Logger
+	// OnCell is called once per finished cell, one call at a time.
+	OnCell func(CellResult)
+
+	// gate makes Run(t) fail on the suite's verdict instead of per cell.
+	gate bool
+}
+
+// Option changes Options; Run(t, …) takes them.
+type Option func(*Options)
+
+// WithMode sets the mode (see Options.Mode).
+func WithMode(m fakes.Mode) Option { return func(o *Options) { o.Mode = m } }
+
+// WithOutDir writes the run's files into dir.
+func WithOutDir(dir string) Option { return func(o *Options) { o.OutDir = dir } }
+
+// WithConcurrency sets how many cells run at once.
+func WithConcurrency(n int) Option { return func(o *Options) { o.Concurrency = n } }
+
+// WithFilter selects cells (see Suite.Cells).
+func WithFilter(expr string) Option { return func(o *Options) { o.Filter = expr } }
+
+// WithEpochs overrides every case's epochs.
+func WithEpochs(k int) Option { return func(o *Options) { o.Epochs = k } }
+
+// WithTransport sets the transport of recording and live traffic.
+func WithTransport(rt http.RoundTripper) Option { return func(o *Options) { o.Transport = rt } }
+
+// WithGetenv sets how environment variables are read.
+func WithGetenv(fn func(string) string) Option { return func(o *Options) { o.Getenv = fn } }
+
+// WithTool adds a Go tool for this run (see RegisterTool).
+func WithTool(name string, t tool.Tool) Option {
+	return func(o *Options) {
+		if o.Tools == nil {
+			o.Tools = map[string]tool.Tool{}
+		}
+		o.Tools[name] = t
+	}
+}
+
+// WithAgent adds an agent factory for this run (see RegisterAgent).
+func WithAgent(name string, f AgentFactory) Option {
+	return func(o *Options) {
+		if o.Agents == nil {
+			o.Agents = map[string]AgentFactory{}
+		}
+		o.Agents[name] = f
+	}
+}
+
+// WithLogger sets where harness warnings go.
+func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l } }
+
+// GateOnThresholds makes Run(t) judge the suite as `dageval run` does: a
+// failing cell is logged, and the test fails only when the suite's
+// verdict (its thresholds, or every cell passing when it has none) fails.
+// Without it, every failing cell fails its subtest.
+func GateOnThresholds() Option { return func(o *Options) { o.gate = true } }

@@ -1,0 +1,231 @@
+package evals
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dageval/dageval/rubrics"
+)
+
+// z95 is the standard normal quantile of a two-sided 95% interval.
+const z95 = 1.959963984540054
+
+// Wilson returns the Wilson score interval of passed successes in n trials
+// at 95% confidence; [0, 0] when n is 0.
+func Wilson(passed, n int) [2]float64 {
+	if n <= 0 {
+		return [2]float64{0, 0}
+	}
+	p := float64(passed) / float64(n)
+	fn := float64(n)
+	z2 := z95 * z95
+	center := (p + z2/(2*fn)) / (1 + z2/fn)
+	half := z95 / (1 + z2/fn) * math.Sqrt(p*(1-p)/fn+z2/(4*fn*fn))
+	return [2]float64{math.Max(0, center-half), math.Min(1, center+half)}
+}
+
+// Summarize aggregates the results of a run (nil entries are cells that
+// produced no result) into a Summary and judges it against the suite's
+// thresholds. A missing or errored cell counts as a failure in every rate.
+func (s *Suite) Summarize(cells []Cell, results []*CellResult, mode string) Summary {
+	sum := Summary{
+		SchemaVersion: SchemaVersion,
+		Suite:         s.Name,
+		SuiteDigest:   s.Digest(),
+		Mode:          mode,
+		ExpectedCells: len(cells),
+		Groups:        []GroupSummary{},
+		Thresholds:    s.Thresholds,
+	}
+	for i, c := range cells {
+		if results[i] == nil {
+			sum.Missing = append(sum.Missing, c.CellKey)
+		} else {
+			sum.ActualCells++
+		}
+	}
+	sum.Complete = sum.ActualCells == sum.ExpectedCells
+	for _, m := range s.Models {
+		for _, p := range s.Profiles {
+			var idx []int
+			for i, c := range cells {
+				if c.Model == m && c.Profile == p.Name {
+					idx = append(idx, i)
+				}
+			}
+			if len(idx) == 0 {
+				continue
+			}
+			g := aggregate(cells, results, idx)
+			g.Model, g.Profile = m, p.Name
+			sum.Groups = append(sum.Groups, g)
+		}
+	}
+	all := make([]int, len(cells))
+	for i := range cells {
+		all[i] = i
+	}
+	sum.Totals = aggregate(cells, results, all)
+	sum.Passed, sum.Reasons = s.verdict(&sum)
+	return sum
+}
+
+func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
+	g := GroupSummary{Expected: len(idx), CostKnown: true}
+	var scores float64
+	type unit struct{ expected, passed int }
+	units := map[string]*unit{} // a case within a model × profile, across epochs
+	var order []string
+	for _, i := range idx {
+		c := cells[i]
+		key := c.CaseDef.ID + "\x00" + c.Model + "\x00" + c.Profile
+		u, ok := units[key]
+		if !ok {
+			u = &unit{}
+			units[key] = u
+			order = append(order, key)
+		}
+		u.expected++
+		g.K = max(g.K, c.Epoch)
+		r := results[i]
+		if r == nil {
+			g.Missing++
+			g.CostKnown = false
+			continue
+		}
+		g.Cells++
+		switch r.Status {
+		case StatusPass:
+			g.Passed++
+			u.passed++
+		case StatusError:
+			g.Errors++
+		default:
+			g.Failed++
+		}
+		scores += r.Score
+		g.CostUSD += r.CostUSD
+		g.CostKnown = g.CostKnown && r.CostKnown
+		g.Tokens.Agent.Add(r.Usage.Agent)
+		g.Tokens.Subagents.Add(r.Usage.Subagents)
+		g.Tokens.Grader.Add(r.Usage.Grader)
+	}
+	if g.Expected > 0 {
+		g.PassRate = float64(g.Passed) / float64(g.Expected)
+		g.MeanScore = scores / float64(g.Expected)
+	}
+	g.CI95 = Wilson(g.Passed, g.Expected)
+	atK, hatK := 0, 0
+	for _, k := range order {
+		u := units[k]
+		if u.passed > 0 {
+			atK++
+		}
+		if u.passed == u.expected {
+			hatK++
+		}
+	}
+	if len(order) > 0 {
+		g.PassAtK = float64(atK) / float64(len(order))
+		g.PassHatK = float64(hatK) / float64(len(order))
+	}
+	return g
+}
+
+// verdict decides whether the run passes: every model × profile meets the
+// rate thresholds and the whole run the cost threshold; without thresholds,
+// every cell of a complete matrix must pass.
+func (s *Suite) verdict(sum *Summary) (bool, []string) {
+	var reasons []string
+	t := s.Thresholds
+	if t == nil {
+		tot := sum.Totals
+		if n := tot.Failed; n > 0 {
+			reasons = append(reasons, plural(n, "cell failed", "cells failed"))
+		}
+		if n := tot.Errors; n > 0 {
+			reasons = append(reasons, plural(n, "cell errored", "cells errored"))
+		}
+		if n := tot.Missing; n > 0 {
+			reasons = append(reasons, plural(n, "cell is missing", "cells are missing"))
+		}
+		return len(reasons) == 0, reasons
+	}
+	for _, g := range sum.Groups {
+		name := g.Model + " × " + g.Profile
+		check := func(what string, got float64, min *float64) {
+			if min != nil && got < *min-1e-12 {
+				reasons = append(reasons, fmt.Sprintf("%s: %s %.4g is below the threshold %.4g", name, what, got, *min))
+			}
+		}
+		check("pass rate", g.PassRate, t.PassRate)
+		check("mean score", g.MeanScore, t.MeanScore)
+		check("pass^k", g.PassHatK, t.PassHatK)
+	}
+	if t.MaxCostUSD != nil {
+		switch {
+		case !sum.Totals.CostKnown:
+			reasons = append(reasons, fmt.Sprintf("the run's cost is not fully known (a model has no price or a cell is missing), so max_cost_usd $%g cannot be checked", *t.MaxCostUSD))
+		case sum.Totals.CostUSD > *t.MaxCostUSD:
+			reasons = append(reasons, fmt.Sprintf("the run cost $%.4f, over the threshold $%g", sum.Totals.CostUSD, *t.MaxCostUSD))
+		}
+	}
+	return len(reasons) == 0, reasons
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// Digest fingerprints what the suite asks (its name, models, profile names
+// and cases with their inputs, files, tools, rubrics and checks) but not
+// how it is run or which agent and profile contents answer it, so that runs
+// of a changed agent or profile still pair with a baseline.
+func (s *Suite) Digest() string {
+	type caseView struct {
+		ID     string                   `json:"id"`
+		Input  string                   `json:"input"`
+		Files  map[string]string        `json:"files,omitempty"`
+		Tools  map[string]*ToolBehavior `json:"tools,omitempty"`
+		Rubric *rubrics.Rubric          `json:"rubric,omitempty"`
+		Checks []checkView              `json:"checks,omitempty"`
+		Tags   []string                 `json:"tags,omitempty"`
+		Models []string                 `json:"models,omitempty"`
+	}
+	view := struct {
+		Name     string                   `json:"name"`
+		Models   []string                 `json:"models"`
+		Profiles []string                 `json:"profiles"`
+		Tools    map[string]*ToolBehavior `json:"tools,omitempty"`
+		Cases    []caseView               `json:"cases"`
+	}{Name: s.Name, Models: s.Models, Tools: s.Tools}
+	for _, p := range s.Profiles {
+		view.Profiles = append(view.Profiles, p.Name)
+	}
+	for _, c := range s.Cases {
+		cv := caseView{ID: c.ID, Input: c.Input, Files: c.Files, Tools: c.Tools, Rubric: c.Rubric, Tags: c.Tags, Models: c.Models}
+		for _, ch := range c.Checks {
+			cv.Checks = append(cv.Checks, checkView{Kind: ch.Kind(), Spec: ch})
+		}
+		view.Cases = append(view.Cases, cv)
+	}
+	raw, err := json.Marshal(view)
+	if err != nil {
+		// Every part is plain data; a failure here is a bug worth seeing.
+		raw = []byte(strings.ToUpper(err.Error()))
+	}
+	h := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+type checkView struct {
+	Kind string        `json:"kind"`
+	Spec rubrics.Check `json:"spec"`
+}

@@ -1,0 +1,127 @@
+package evals
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dageval/dageval/fakes"
+)
+
+// Run runs the suite file at path under go test: one subtest per cell,
+// named <suite>/<case>/<model>/<profile>/e<epoch>, in replay mode unless
+// WithMode says otherwise, so the suite runs offline from its cassettes.
+// A failing cell fails its subtest with its rubric gaps and failed checks,
+// an errored cell with its error; with GateOnThresholds failing cells are
+// only logged and the test fails when the suite's verdict does. `go test
+// -run` selects cells by subtest name; the summary then covers the cells
+// that ran. Problems with the suite itself (invalid file, missing
+// cassettes) fail the test at once. It returns the outcome for further
+// assertions.
+func Run(t *testing.T, path string, opts ...Option) *Outcome {
+	t.Helper()
+	o := Options{Mode: fakes.ModeReplay}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.newRunner(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := s.Cells(o.Filter, o.Epochs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.validate(t.Context(), cells); err != nil {
+		t.Fatal(err)
+	}
+	var out *outDir
+	if o.OutDir != "" {
+		if out, err = openOutDir(o.OutDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := make([]*CellResult, len(cells))
+	sem := make(chan struct{}, r.conc)
+	var mu sync.Mutex
+	t.Run(s.Name, func(t *testing.T) {
+		for i, c := range cells {
+			name := c.CaseDef.ID + "/" + strings.ReplaceAll(c.Model, "/", "_") + "/" + c.Profile + "/e" + strconv.Itoa(c.Epoch)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				sem <- struct{}{}
+				res, detail, _ := r.runCell(t.Context(), c)
+				<-sem
+				mu.Lock()
+				results[i] = &res
+				if out != nil {
+					if err := out.cell(&res, detail); err != nil {
+						t.Error(err)
+					}
+				}
+				mu.Unlock()
+				if res.Status == StatusPass {
+					return
+				}
+				msg := describeFailure(res)
+				if o.gate {
+					t.Log(msg)
+				} else {
+					t.Error(msg)
+				}
+			})
+		}
+	})
+	var ran []Cell
+	var got []*CellResult
+	for i, c := range cells {
+		if results[i] != nil {
+			ran = append(ran, c)
+			got = append(got, results[i])
+		}
+	}
+	oc := &Outcome{Cells: ran, Mode: r.mode, ModeReason: r.modeReason}
+	oc.Summary = s.Summarize(ran, got, string(r.mode))
+	for _, res := range got {
+		oc.Results = append(oc.Results, *res)
+	}
+	if out != nil {
+		if err := out.finish(got, &oc.Summary); err != nil {
+			t.Error(err)
+		}
+	}
+	if o.gate && !oc.Summary.Passed {
+		t.Errorf("suite %s does not pass: %s", s.Name, strings.Join(oc.Summary.Reasons, "; "))
+	}
+	return oc
+}
+
+// describeFailure says why a cell did not pass: its error, the rubric's
+// failing criteria with their gaps, the failed checks with their details.
+func describeFailure(r CellResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "cell %s %s %s e%d: %s (score %.2f)", r.Case, r.Model, r.Profile, r.Epoch, r.Status, r.Score)
+	if r.Error != "" {
+		fmt.Fprintf(&b, "\n  error: %s", r.Error)
+	}
+	if rb := r.Rubric; rb != nil {
+		fmt.Fprintf(&b, "\n  rubric: %s after %d grading(s)", rb.Result, rb.Iterations)
+		for _, c := range rb.Criteria {
+			if !c.Passed {
+				fmt.Fprintf(&b, "\n    - %s: %s", c.Name, c.Gap)
+			}
+		}
+	}
+	for _, c := range r.Checks {
+		if !c.Passed {
+			fmt.Fprintf(&b, "\n  check %s: %s", c.Name, c.Detail)
+		}
+	}
+	return b.String()
+}
