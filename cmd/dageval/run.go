@@ -8,23 +8,21 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"golang.org/x/term"
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/reports"
 )
 
 func init() {
 	register(&command{
 		name:    "run",
 		summary: "run an eval suite and judge it",
-		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--format table,md]",
+		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--format table,md,json,junit,html|none]",
 		help: `Runs an eval suite: every case with every model and profile, each epoch
 times (the cells of the matrix), through the assembled deep agent, with one
 cassette per cell. Each cell is judged by the case's rubric (graded by the
@@ -61,7 +59,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	conc := fs.Int("concurrency", 0, "cells run at once (default: the suite's concurrency)")
 	filter := fs.String("filter", "", "select cells, e.g. \"case=paris-* model=openai:*\"")
 	epochs := fs.Int("epochs", 0, "run every case this many times (default: the suite's epochs)")
-	format := fs.String("format", "table", "what to print: table, md or none (comma-separated)")
+	format := fs.String("format", "table", "reports: table and md are printed, json, junit and html are written to --out as report.*; none prints nothing (comma-separated)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -157,179 +155,52 @@ func (h *onceHandler) WithGroup(name string) slog.Handler {
 	return &onceHandler{Handler: h.Handler.WithGroup(name), seen: h.seen}
 }
 
-func parseRunFormats(s string) ([]string, error) {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		f = strings.ToLower(strings.TrimSpace(f))
-		switch f {
-		case "":
-		case "table", "md", "none":
-			out = append(out, f)
-		case "markdown":
-			out = append(out, "md")
-		default:
-			return nil, fmt.Errorf("--format: unknown format %q (want table, md or none)", f)
-		}
+// parseRunFormats reads --format: report formats, or "none".
+func parseRunFormats(s string) ([]reports.Format, error) {
+	if strings.TrimSpace(strings.ToLower(s)) == "none" {
+		return nil, nil
 	}
-	return out, nil
+	return reports.ParseFormats(s)
 }
 
-// renderRun prints the run's report in the formats asked for and writes
-// summary.md into the output directory.
-//
-// This is the interim renderer of the runner. The reports package (issue
-// 8) replaces it: swap the body for reports.Load(outDir) (or a reports.Run
-// built from oc) followed by reports.Render for each printed format and
-// reports.WriteFiles for summary.md, and let --format accept its json,
-// junit and html formats.
-func renderRun(w io.Writer, outDir string, oc *evals.Outcome, formats []string) error {
-	md := summaryMarkdown(oc)
+// renderRun prints the table and markdown reports asked for, writes the
+// other formats (json, junit, html) into the output directory as report.*,
+// and always writes summary.md there.
+func renderRun(w io.Writer, outDir string, oc *evals.Outcome, formats []reports.Format) error {
+	run := reports.NewRun(oc.Summary, oc.Results, nil)
 	if outDir != "" {
-		if err := evals.WriteFileAtomic(filepath.Join(outDir, evals.SummaryMarkdownFile), []byte(md)); err != nil {
+		// The detail files carry the transcripts the HTML report shows.
+		if loaded, err := reports.Load(outDir); err == nil {
+			run = loaded
+		}
+		if _, err := reports.WriteFiles(run, []reports.Format{reports.FormatMD}, filepath.Join(outDir, evals.SummaryMarkdownFile)); err != nil {
 			return err
 		}
 	}
+	var files []reports.Format
 	for _, f := range formats {
 		switch f {
-		case "table":
-			if err := summaryTable(w, oc); err != nil {
+		case reports.FormatTable, reports.FormatMD:
+			if err := reports.Render(w, run, f); err != nil {
 				return err
 			}
-		case "md":
-			if _, err := io.WriteString(w, md); err != nil {
-				return err
-			}
+		default:
+			files = append(files, f)
 		}
 	}
-	return nil
-}
-
-func pct(v float64) string { return strconv.FormatFloat(v*100, 'f', 1, 64) + "%" }
-
-func costText(usd float64, known bool) string {
-	s := "$" + strconv.FormatFloat(usd, 'f', 4, 64)
-	if !known {
-		s += "?"
-	}
-	return s
-}
-
-func groupRow(g evals.GroupSummary, model, prof string) []string {
-	tokens := g.Tokens.Total().Total()
-	return []string{
-		model, prof,
-		fmt.Sprintf("%d/%d", g.Passed, g.Expected),
-		strconv.Itoa(g.Failed), strconv.Itoa(g.Errors), strconv.Itoa(g.Missing),
-		fmt.Sprintf("%s [%s–%s]", pct(g.PassRate), pct(g.CI95[0]), pct(g.CI95[1])),
-		strconv.FormatFloat(g.MeanScore, 'f', 2, 64),
-		fmt.Sprintf("%s / %s (k=%d)", pct(g.PassAtK), pct(g.PassHatK), g.K),
-		costText(g.CostUSD, g.CostKnown),
-		strconv.Itoa(tokens),
-	}
-}
-
-var summaryHeader = []string{"model", "profile", "passed", "failed", "errors", "missing", "pass rate [95% CI]", "score", "pass@k / pass^k", "cost", "tokens"}
-
-func summaryTable(w io.Writer, oc *evals.Outcome) error {
-	s := oc.Summary
-	fmt.Fprintf(w, "%s: %d of %d cells ran (mode %s)\n", s.Suite, s.ActualCells, s.ExpectedCells, s.Mode)
-	t := tablewriter.NewTable(w,
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithFooterAutoFormat(tw.Off),
-		tablewriter.WithFooterAlignmentConfig(tw.CellAlignment{Global: tw.AlignLeft}),
-	)
-	t.Header(summaryHeader)
-	for _, g := range s.Groups {
-		if err := t.Append(groupRow(g, g.Model, g.Profile)); err != nil {
+	if len(files) > 0 {
+		if outDir == "" {
+			return fmt.Errorf("--format %s writes files; give --out", files[0])
+		}
+		paths, err := reports.WriteFiles(run, files, outDir+string(filepath.Separator))
+		if err != nil {
 			return err
 		}
-	}
-	t.Footer(groupRow(s.Totals, "all", ""))
-	if err := t.Render(); err != nil {
-		return err
-	}
-	for _, r := range oc.Results {
-		if r.Status == evals.StatusPass {
-			continue
-		}
-		fmt.Fprintf(w, "%s %s %s %s e%d (score %.2f)\n", strings.ToUpper(string(r.Status)), r.Case, r.Model, r.Profile, r.Epoch, r.Score)
-		for _, line := range failureLines(r) {
-			fmt.Fprintf(w, "    %s\n", line)
+		for _, p := range paths {
+			fmt.Fprintf(w, "wrote %s\n", p)
 		}
 	}
-	for _, k := range s.Missing {
-		fmt.Fprintf(w, "MISSING %s %s %s e%d\n", k.Case, k.Model, k.Profile, k.Epoch)
-	}
-	fmt.Fprintln(w, verdictLine(s))
 	return nil
 }
 
-func failureLines(r evals.CellResult) []string {
-	var out []string
-	if r.Error != "" {
-		msg := r.Error
-		if i := strings.IndexByte(msg, '\n'); i >= 0 {
-			msg = msg[:i] + " …"
-		}
-		out = append(out, "error: "+msg)
-	}
-	if rb := r.Rubric; rb != nil && rb.Result != "satisfied" {
-		for _, c := range rb.Criteria {
-			if !c.Passed {
-				out = append(out, fmt.Sprintf("rubric %s: %s: %s", rb.Result, c.Name, c.Gap))
-			}
-		}
-	}
-	for _, c := range r.Checks {
-		if !c.Passed {
-			out = append(out, fmt.Sprintf("check %s: %s", c.Name, c.Detail))
-		}
-	}
-	return out
-}
 
-func verdictLine(s evals.Summary) string {
-	if s.Passed {
-		if s.Thresholds != nil {
-			return "PASS: the thresholds hold"
-		}
-		return "PASS: every cell passed"
-	}
-	return "FAIL: " + strings.Join(s.Reasons, "; ")
-}
-
-func summaryMarkdown(oc *evals.Outcome) string {
-	s := oc.Summary
-	var b strings.Builder
-	fmt.Fprintf(&b, "## %s\n\n%d of %d cells ran (mode %s).\n\n", s.Suite, s.ActualCells, s.ExpectedCells, s.Mode)
-	b.WriteString("| " + strings.Join(summaryHeader, " | ") + " |\n")
-	b.WriteString(strings.Repeat("|---", len(summaryHeader)) + "|\n")
-	rows := [][]string{}
-	for _, g := range s.Groups {
-		rows = append(rows, groupRow(g, g.Model, g.Profile))
-	}
-	tot := groupRow(s.Totals, "**all**", "")
-	rows = append(rows, tot)
-	for _, r := range rows {
-		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
-	}
-	var failing []string
-	for _, r := range oc.Results {
-		if r.Status == evals.StatusPass {
-			continue
-		}
-		item := fmt.Sprintf("- **%s** `%s` %s %s e%d (score %.2f)", r.Status, r.Case, r.Model, r.Profile, r.Epoch, r.Score)
-		for _, line := range failureLines(r) {
-			item += "\n  - " + line
-		}
-		failing = append(failing, item)
-	}
-	for _, k := range s.Missing {
-		failing = append(failing, fmt.Sprintf("- **missing** `%s` %s %s e%d", k.Case, k.Model, k.Profile, k.Epoch))
-	}
-	if len(failing) > 0 {
-		b.WriteString("\n### Cells that did not pass\n\n" + strings.Join(failing, "\n") + "\n")
-	}
-	b.WriteString("\n" + verdictLine(s) + "\n")
-	return b.String()
-}

@@ -38,11 +38,12 @@ func TestRunQuickstart(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "run", "../../evals/examples/quickstart/suite.yaml", "--out", out)
 	require.Equal(t, 0, code, "stderr:\n%s", stderr)
 	for _, s := range []string{
-		"quickstart: 32 of 32 cells ran (mode replay)",
-		"anthropic:claude-sonnet-4-6 │ terse",
-		"FAIL packing-list openai:gpt-5 terse e1",
+		"suite quickstart (replay mode)",
+		"PASSED: 30 of 32 cells passed",
+		"| anthropic:claude-sonnet-4-6 | terse    |     8 |    7 |",
+		"FAIL  packing-list · openai:gpt-5 · terse · epoch 1",
 		`does not contain "umbrella"`,
-		"PASS: the thresholds hold",
+		"PASSED: ",
 	} {
 		assert.Contains(t, stdout, s)
 	}
@@ -52,11 +53,15 @@ func TestRunQuickstart(t *testing.T) {
 	}
 	md, err := os.ReadFile(filepath.Join(out, evals.SummaryMarkdownFile))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "| anthropic:claude-sonnet-4-6 | baseline | 8/8 |")
+	assert.Contains(t, string(md), "| `anthropic:claude-sonnet-4-6` | baseline | 100.0% |")
 
-	code, stdout, _ = runCLI(t, "run", "../../evals/examples/quickstart/suite.yaml", "--out", t.TempDir(), "--filter", "case=paris-weather profile=terse", "--epochs", "1", "--format", "md")
+	out2 := t.TempDir()
+	code, stdout, _ = runCLI(t, "run", "../../evals/examples/quickstart/suite.yaml", "--out", out2, "--filter", "case=paris-weather profile=terse", "--epochs", "1", "--format", "md,json,junit,html")
 	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, "2 of 2 cells ran")
+	assert.Contains(t, stdout, "**PASSED: 2 of 2 cells passed")
+	for _, f := range []string{"report.json", "report.junit.xml", "report.html"} {
+		assert.FileExists(t, filepath.Join(out2, f), "file formats are written to --out")
+	}
 }
 
 // graderAndAgent answers as the agent (one weather lookup, then an answer)
@@ -115,7 +120,7 @@ grader: {model: local:grader-model, temperature: 0, seed: 7}
 	out := t.TempDir()
 	code, stdout, stderr := runCLIEnv(t, mapEnv(map[string]string{"LOCAL_KEY": "k", "CI": "true"}), "run", filepath.Join(dir, "suite.yaml"), "--mode", "live", "--out", out)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	assert.Contains(t, stdout, "mode live", "an explicit live mode survives CI=true")
+	assert.Contains(t, stdout, "(live mode)", "an explicit live mode survives CI=true")
 
 	var r evals.CellResult
 	data, err := os.ReadFile(filepath.Join(out, evals.ResultsFile))
@@ -150,9 +155,9 @@ func TestRunExitCodes(t *testing.T) {
 		stdout      string
 		stderr      string
 	}{
-		{"all pass", head + "cases: [{id: a, input: go, checks: [{final_answer: {contains: sunny}}]}]\n", 0, "PASS: every cell passed", ""},
-		{"a failing cell without thresholds", head + "cases: [{id: a, input: go, checks: [{final_answer: {contains: snow}}]}]\n", 1, "FAIL: 1 cell failed", "does not pass: 1 cell failed"},
-		{"thresholds hold", head + "thresholds: {pass_rate: 0.5}\ncases: [{id: a, input: go}, {id: b, input: go, checks: [{final_answer: {contains: snow}}]}]\n", 0, "PASS: the thresholds hold", ""},
+		{"all pass", head + "cases: [{id: a, input: go, checks: [{final_answer: {contains: sunny}}]}]\n", 0, "PASSED: 1 of 1 cells passed", ""},
+		{"a failing cell without thresholds", head + "cases: [{id: a, input: go, checks: [{final_answer: {contains: snow}}]}]\n", 1, "FAILED: 0 of 1 cells passed", "does not pass: 1 cell failed"},
+		{"thresholds hold", head + "thresholds: {pass_rate: 0.5}\ncases: [{id: a, input: go}, {id: b, input: go, checks: [{final_answer: {contains: snow}}]}]\n", 0, "PASSED: ", ""},
 		{"thresholds do not hold", head + "thresholds: {pass_rate: 0.75}\ncases: [{id: a, input: go}, {id: b, input: go, checks: [{final_answer: {contains: snow}}]}]\n", 1, "pass rate 0.5 is below the threshold 0.75", ""},
 		{"missing cassette in replay", strings.Replace(head, "mode: live", "mode: replay", 1) + "cases: [{id: a, input: go}]\n", 2, "", "cassettes: 1 of 1 cells have no cassette to replay"},
 		{"filter selects nothing", head + "cases: [{id: a, input: go}]\n", 2, "", "selects no cells"},
