@@ -118,6 +118,13 @@ func (t turn) assistant() (llm.Message, error) {
 	if t.gpt {
 		intro = "Checking."
 	}
+	weather := strings.Contains(in, "weather") || strings.Contains(in, "pack for a weekend")
+	if weather && !t.offers("get_weather") {
+		// Like a real model, it cannot call a tool it is not offered (a
+		// profile may hide it): it says so instead of guessing.
+		return t.say("I have no way to look up the weather right now, so I cannot answer that reliably.",
+			"I can't check the weather here."), nil
+	}
 	switch {
 	case strings.Contains(in, "weather in Paris? Save a note"):
 		switch len(names) {
