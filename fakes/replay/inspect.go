@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strings"
 
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/harness/llm"
 )
 
 // Interaction is one recorded exchange as the adapters read it: what
@@ -30,10 +32,12 @@ func (i Interaction) Failed() bool { return i.Error != "" && i.Status >= 200 && 
 
 // Response is a decoded answer.
 type Response struct {
-	Model      string     `json:"model"`
-	StopReason string     `json:"stop_reason"`
-	Text       string     `json:"text"`
-	ToolCalls  []ToolCall `json:"tool_calls"`
+	Model      string `json:"model"`
+	StopReason string `json:"stop_reason"`
+	Text       string `json:"text"`
+	// Thinking is the model's visible reasoning, when the answer has any.
+	Thinking  string     `json:"thinking,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls"`
 	// InvalidToolCalls are calls whose arguments are not valid JSON.
 	InvalidToolCalls []InvalidToolCall `json:"invalid_tool_calls,omitempty"`
 	Usage            Usage             `json:"usage"`
@@ -85,6 +89,13 @@ func Inspect(ctx context.Context, c *fakes.Cassette) []Interaction {
 		}
 		r := &Response{Model: resp.Model, StopReason: string(resp.StopReason), Text: resp.Message.Text(), ToolCalls: []ToolCall{},
 			Usage: Usage{resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.Usage.CacheReadTokens, resp.Usage.CacheWriteTokens}}
+		var thinking []string
+		for _, b := range resp.Message.Content {
+			if b.Type == llm.BlockThinking && b.Thinking != "" {
+				thinking = append(thinking, b.Thinking)
+			}
+		}
+		r.Thinking = strings.Join(thinking, "\n")
 		for _, tc := range resp.Message.ToolCalls {
 			r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Name, Args: tc.Args})
 		}

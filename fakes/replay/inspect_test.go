@@ -29,6 +29,7 @@ type turn struct {
 	model    string
 	stop     string
 	text     string
+	thinking string // prefix
 	calls    []call
 	usage    replay.Usage
 	err      string // part of the error for answers no adapter can read
@@ -48,7 +49,7 @@ var recordings = map[string][]turn{
 		{api: ant, model: "claude-3-opus-20240229", stop: "end_turn", text: "The capital of France is Paris.", usage: replay.Usage{InputTokens: 20, OutputTokens: 10}},
 	},
 	"test_anthropic/test_anthropic_model_thinking_part_stream.yaml": {
-		{api: ant, streamed: true, model: "claude-sonnet-4-20250514", stop: "end_turn", text: "Here are the basic steps for safely crossing the street:", usage: replay.Usage{InputTokens: 43, OutputTokens: 282}},
+		{api: ant, streamed: true, model: "claude-sonnet-4-20250514", stop: "end_turn", text: "Here are the basic steps for safely crossing the street:", thinking: "This is a straightforward question about pedestrian safety.", usage: replay.Usage{InputTokens: 43, OutputTokens: 282}},
 	},
 	"test_anthropic/test_anthropic_prompted_output.yaml": {
 		{api: ant, model: "claude-sonnet-4-5-20250929", stop: "tool_use", calls: []call{{"toolu_01ArHq5f2wxRpRF2PVQcKExM", "get_user_country", `{}`}}, usage: replay.Usage{InputTokens: 459, OutputTokens: 38}},
@@ -137,6 +138,10 @@ func TestInspectReadsEveryThirdPartyRecording(t *testing.T) {
 				assert.True(t, strings.HasPrefix(r.Text, want.text), "%s: text %q", label, r.Text)
 				if want.text == "" {
 					assert.Empty(t, r.Text, label)
+				}
+				assert.True(t, strings.HasPrefix(r.Thinking, want.thinking), "%s: thinking %q", label, r.Thinking)
+				if want.thinking == "" {
+					assert.Empty(t, r.Thinking, label)
 				}
 				assert.Equal(t, want.usage, r.Usage, label)
 				assert.Empty(t, r.InvalidToolCalls, label)
