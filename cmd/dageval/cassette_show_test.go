@@ -135,7 +135,7 @@ func TestCassetteShowEveryRecording(t *testing.T) {
 	require.Len(t, files, 13)
 	undecodable := map[string]string{
 		"test_multiple_agent_tool_calls.yaml": "2 of 4 interactions",
-		"test_text_response.yaml":            "1 of 1 interactions",
+		"test_text_response.yaml":             "1 of 1 interactions",
 	}
 	for _, f := range files {
 		code, stdout, stderr := runCLI(t, "cassette", "show", f)
