@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -28,6 +29,9 @@ type Model struct {
 	cfg       provider.Config
 	chat      sdk.ChatCompletionService
 	responses responses.ResponseService
+
+	schemaMu sync.RWMutex
+	schemas  map[string]map[string]any // tool parameters by raw schema
 }
 
 var (
