@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/fakes/replay"
@@ -149,27 +150,39 @@ func TestBenchRunReplays(t *testing.T) {
 
 // BenchmarkReplayAgentRun replays a recorded 10-turn agent run (15 tool
 // calls, a deep-agent-sized prompt) through the agent runtime, the real
-// adapter and the recorder, per provider API; runs/s is whole runs per
-// second of wall time. The parallel variants use every core.
+// adapter and the recorder, per provider API. runs/s is whole runs per
+// second of wall time; the parallel variants run one replay per core.
+// cpu-µs/run is the process CPU time per run (GC included), which other
+// load on the machine does not inflate: 2e6/cpu-µs is the runs/s two idle
+// cores can reach when runs scale.
 func BenchmarkReplayAgentRun(b *testing.B) {
 	dir := b.TempDir()
 	for _, bc := range benchCases {
 		path := recordBenchRun(b, dir, bc)
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := processCPU()
 			for b.Loop() {
 				replayBenchRun(b, path, bc)
 			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+			reportRuns(b, cpu)
 		})
 		b.Run(bc.name+"-parallel", func(b *testing.B) {
 			b.ReportAllocs()
+			cpu := processCPU()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					replayBenchRun(b, path, bc)
 				}
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+			reportRuns(b, cpu)
 		})
+	}
+}
+
+func reportRuns(b *testing.B, cpuBefore time.Duration) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "runs/s")
+	if used := processCPU() - cpuBefore; cpuBefore > 0 && used > 0 {
+		b.ReportMetric(float64(used.Microseconds())/float64(b.N), "cpu-µs/run")
 	}
 }
