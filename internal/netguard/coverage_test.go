@@ -18,7 +18,7 @@ const module = "github.com/dageval/dageval"
 var adapterPackage = regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/harness/provider/(anthropic|openai)( \[.*\])?$`)
 
 // guardCall is how a TestMain installs the guard.
-var guardCall = regexp.MustCompile(`netguard\.(Main\(|Install\(\))`)
+var guardCall = regexp.MustCompile(`netguard\.(Main\(|Install\(\)|Transport\(\))`)
 
 // TestEveryProviderTestIsGuarded keeps `go test ./...` offline: the tests of
 // every package that links a provider adapter (and so could reach a real
