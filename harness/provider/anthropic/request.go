@@ -326,7 +326,9 @@ func (m *Model) toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
 		if m.schemas == nil {
 			m.schemas = map[string]sdk.ToolInputSchemaParam{}
 		}
-		m.schemas[string(t.Parameters)] = in
+		if len(m.schemas) < provider.MaxCachedSchemas {
+			m.schemas[string(t.Parameters)] = in
+		}
 		m.schemaMu.Unlock()
 	}
 	tp := &sdk.ToolParam{Name: t.Name, InputSchema: in}

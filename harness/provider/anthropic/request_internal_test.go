@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -226,4 +227,16 @@ func TestToolSchemasAreConvertedOncePerModel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"properties":{"z":{"type":"string"},"b":{"type":"integer"}}`, "properties go out as written")
 	assert.Len(t, m.schemas, 3, "one conversion per distinct schema")
+}
+
+func TestToolSchemaCacheIsBounded(t *testing.T) {
+	m, err := New(provider.Config{Model: "claude-sonnet-4-6", Replay: true})
+	require.NoError(t, err)
+	for i := range provider.MaxCachedSchemas + 10 {
+		schema := json.RawMessage(`{"type":"object","properties":{"p` + strconv.Itoa(i) + `":{"type":"string"}}}`)
+		got := wireOf(t, m, &llm.Request{Tools: []llm.ToolSpec{{Name: "t", Parameters: schema}}})
+		props := got["tools"].([]any)[0].(map[string]any)["input_schema"].(map[string]any)["properties"].(map[string]any)
+		require.Contains(t, props, "p"+strconv.Itoa(i))
+	}
+	assert.Len(t, m.schemas, provider.MaxCachedSchemas)
 }

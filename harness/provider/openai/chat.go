@@ -528,7 +528,9 @@ func (m *Model) toolSchema(raw json.RawMessage) (map[string]any, error) {
 	if m.schemas == nil {
 		m.schemas = map[string]map[string]any{}
 	}
-	m.schemas[string(raw)] = s
+	if len(m.schemas) < provider.MaxCachedSchemas {
+		m.schemas[string(raw)] = s
+	}
 	m.schemaMu.Unlock()
 	return s, nil
 }
