@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,24 @@ func BenchmarkReplayAgentRun(b *testing.B) {
 			reportRuns(b, cpu)
 		})
 		b.Run(bc.name+"-parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := processCPU()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					replayBenchRun(b, path, bc)
+				}
+			})
+			reportRuns(b, cpu)
+		})
+		// A replayed run's garbage is short-lived and its live heap small,
+		// so at GOGC=100 the collector runs every few runs and takes a
+		// quarter of the CPU; the dageval command raises the target (see
+		// cmd/dageval/gc.go). GOGC set in the environment wins here too.
+		b.Run(bc.name+"-parallel-gogc400", func(b *testing.B) {
+			if os.Getenv("GOGC") != "" {
+				b.Skip("GOGC is set in the environment")
+			}
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
 			b.ReportAllocs()
 			cpu := processCPU()
 			b.RunParallel(func(pb *testing.PB) {
