@@ -111,6 +111,15 @@ func canonicalBody(body []byte, ignore []fieldPath) (v any, ok bool) {
 // canonicalKey is the string requests are matched on: compact JSON with
 // sorted keys and ignored fields removed, or the raw body when it is not JSON.
 func canonicalKey(body []byte, ignore []fieldPath) string {
+	if k, ok := canonicalKeyFast(body, ignore); ok {
+		return k
+	}
+	return canonicalKeySlow(body, ignore)
+}
+
+// canonicalKeySlow is canonicalKey by decoding into generic values and
+// encoding them again; canonicalKeyFast must agree with it byte for byte.
+func canonicalKeySlow(body []byte, ignore []fieldPath) string {
 	v, ok := canonicalBody(body, ignore)
 	if !ok {
 		return string(body)

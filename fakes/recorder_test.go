@@ -682,3 +682,42 @@ func TestReplayingACorruptCassetteFails(t *testing.T) {
 	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithMatch("fuzzy"))
 	require.ErrorContains(t, err, `unknown match mode "fuzzy"`)
 }
+
+// TestReplayReadsBodiesWhateverTheirAnnouncedLength: the recorder reads a
+// request body in one piece when its length is announced, and still sees all
+// of it when the announcement is missing or too small; a body shorter than
+// announced is an error, as it would be on the wire.
+func TestReplayReadsBodiesWhateverTheirAnnouncedLength(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	recordRoundTrip(t, path)
+	body := roundTrip[0].body
+	tests := []struct {
+		name   string
+		length int64
+		ok     bool
+	}{
+		{"exact", int64(len(body)), true},
+		{"unknown", -1, true},
+		{"too small", int64(len(body) - 10), true},
+		{"too large", int64(len(body) + 10), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+			require.NoError(t, err)
+			defer rec.Stop()
+			req, err := http.NewRequest(http.MethodPost, "https://api.provider.test"+roundTrip[0].path, strings.NewReader(body))
+			require.NoError(t, err)
+			req.ContentLength = tt.length
+			resp, err := rec.RoundTrip(req)
+			if !tt.ok {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), "reading request body")
+				return
+			}
+			require.NoError(t, err, "the whole body matches the recording")
+			resp.Body.Close()
+			assert.Equal(t, 200, resp.StatusCode)
+		})
+	}
+}

@@ -22,7 +22,7 @@ func registerCassette(c *command) {
 func init() {
 	register(&command{
 		name:    "cassette",
-		summary: "import and lint recorded model traffic (cassettes)",
+		summary: "import, lint and show recorded model traffic (cassettes)",
 		usage:   "<subcommand> [flags] [arguments]",
 		help: `Works with cassettes: go-vcr YAML files of recorded HTTP exchanges with
 model providers, which the fakes recorder replays in tests and evals.`,

@@ -1,10 +1,28 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"testing"
+
+	"github.com/gkampitakis/go-snaps/snaps"
 
 	"github.com/dageval/dageval/internal/netguard"
 )
 
-// TestMain fails the run if any test dials a non-loopback address.
-func TestMain(m *testing.M) { netguard.Main(m) }
+// TestMain fails the run if any test dials a non-loopback address or leaves
+// an obsolete snapshot behind.
+func TestMain(m *testing.M) {
+	netguard.Install()
+	code := m.Run()
+	dirty, err := snaps.Clean(m, snaps.CleanOpts{Sort: true})
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "snaps.Clean:", err)
+		code = 1
+	case dirty && code == 0:
+		fmt.Fprintln(os.Stderr, "obsolete snapshots: run UPDATE_SNAPS=clean go test ./cmd/dageval")
+		code = 1
+	}
+	os.Exit(netguard.Code(code))
+}

@@ -267,3 +267,8 @@ func (c Config) String() string {
 
 // GoString describes c without secrets, so %#v cannot leak the key either.
 func (c Config) GoString() string { return "provider.Config{" + c.String() + "}" }
+
+// MaxCachedSchemas bounds how many converted tool schemas an adapter's model
+// keeps; an agent's tool set is far smaller, and a model fed ever-new
+// schemas converts the rest on each call instead of growing without limit.
+const MaxCachedSchemas = 256

@@ -65,10 +65,22 @@ func Violations() []string {
 // Main installs the guard as http.DefaultTransport, runs the tests and fails
 // the run when any test tried to leave the machine. Call it from TestMain.
 func Main(m *testing.M) {
+	Install()
+	os.Exit(Code(m.Run()))
+}
+
+// Install makes http.DefaultTransport refuse, and record, dials outside
+// loopback. A TestMain that has more to do after m.Run (such as cleaning
+// snapshots) calls Install before it and Code after it instead of Main.
+func Install() {
 	if _, ok := http.DefaultTransport.(*http.Transport); ok {
 		http.DefaultTransport = Transport()
 	}
-	code := m.Run()
+}
+
+// Code is the exit code of a run whose tests returned code: it prints the
+// refused dials and turns success into failure when there were any.
+func Code(code int) int {
 	if v := Violations(); len(v) > 0 {
 		for _, s := range v {
 			fmt.Fprintln(os.Stderr, s)
@@ -77,5 +89,5 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }

@@ -56,3 +56,43 @@ func TestTransportRefusesRemoteAndAllowsLoopback(t *testing.T) {
 	violations = violations[:before]
 	mu.Unlock()
 }
+
+func TestCodeFailsARunWithViolations(t *testing.T) {
+	before := len(Violations())
+	if got := Code(0); got != 0 {
+		t.Fatalf("Code(0) without violations = %d", got)
+	}
+	_, _ = DialContext(context.Background(), "tcp", "192.0.2.1:443")
+	defer func() {
+		mu.Lock()
+		violations = violations[:before]
+		mu.Unlock()
+	}()
+	if got := Code(0); got != 1 {
+		t.Errorf("Code(0) with a violation = %d, want 1", got)
+	}
+	if got := Code(3); got != 3 {
+		t.Errorf("Code(3) with a violation = %d, want 3 (a failure code is kept)", got)
+	}
+}
+
+func TestInstallGuardsTheDefaultTransport(t *testing.T) {
+	saved := http.DefaultTransport
+	before := len(Violations())
+	defer func() {
+		http.DefaultTransport = saved
+		mu.Lock()
+		violations = violations[:before]
+		mu.Unlock()
+	}()
+	http.DefaultTransport = http.DefaultTransport.(*http.Transport).Clone()
+	Install()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://192.0.2.1:9/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = http.DefaultClient.Do(req)
+	if err == nil || !strings.Contains(err.Error(), "only reach loopback") {
+		t.Fatalf("request through the default transport: err = %v", err)
+	}
+}

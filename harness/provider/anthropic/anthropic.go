@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -25,6 +26,9 @@ const DefaultBaseURL = "https://api.anthropic.com"
 type Model struct {
 	cfg      provider.Config
 	messages sdk.MessageService
+
+	schemaMu sync.RWMutex
+	schemas  map[string]sdk.ToolInputSchemaParam // by raw tool schema
 }
 
 var (

@@ -39,7 +39,7 @@ func benchModel(b *testing.B, name string, index int) *anthropic.Model {
 		b.Fatal(err)
 	}
 	m, err := anthropic.New(provider.Config{Model: "claude-haiku-4-5", BaseURL: "http://bench.invalid", Replay: true,
-		HTTPClient: &http.Client{Transport: recorded.Transport{Interaction: c.Interactions[index]}}})
+		HTTPClient: &http.Client{Transport: c.Interactions[index].Answer()}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,13 +1,10 @@
 package anthropic_test
 
 import (
-	"os"
 	"testing"
 
-	"github.com/dageval/dageval/harness/provider/internal/recorded"
+	"github.com/dageval/dageval/internal/netguard"
 )
 
-func TestMain(m *testing.M) {
-	recorded.LoopbackOnly()
-	os.Exit(m.Run())
-}
+// TestMain fails the run if any test dials a non-loopback address.
+func TestMain(m *testing.M) { netguard.Main(m) }

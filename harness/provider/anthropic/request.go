@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -40,7 +41,7 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	p.System = append(p.System, system...)
 	p.Messages = msgs
 	for _, t := range req.Tools {
-		tp, err := toolParam(t)
+		tp, err := m.toolParam(t)
 		if err != nil {
 			return p, err
 		}
@@ -309,36 +310,26 @@ func toolResult(m llm.Message) sdk.ContentBlockParamUnion {
 	return sdk.ContentBlockParamUnion{OfToolResult: r}
 }
 
-func toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
-	schema, err := objectSchema(t.Parameters)
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: tool %s: %w", t.Name, err)
-	}
-	in := sdk.ToolInputSchemaParam{}
-	extra := map[string]any{}
-	for k, v := range schema {
-		switch k {
-		case "type":
-		case "properties":
-			in.Properties = v
-		case "required":
-			req, ok := v.([]any)
-			if !ok {
-				return nil, fmt.Errorf("anthropic: tool %s: required must be a list of names", t.Name)
-			}
-			for _, r := range req {
-				s, ok := r.(string)
-				if !ok {
-					return nil, fmt.Errorf("anthropic: tool %s: required must be a list of names", t.Name)
-				}
-				in.Required = append(in.Required, s)
-			}
-		default:
-			extra[k] = v
+// toolParam converts a tool spec. Agents send the same tools on every
+// turn, so each model keeps the converted input schemas; parsing them again
+// per call was a fifth of a replayed call's time.
+func (m *Model) toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
+	m.schemaMu.RLock()
+	in, ok := m.schemas[string(t.Parameters)]
+	m.schemaMu.RUnlock()
+	if !ok {
+		var err error
+		if in, err = inputSchema(t.Parameters); err != nil {
+			return nil, fmt.Errorf("anthropic: tool %s: %w", t.Name, err)
 		}
-	}
-	if len(extra) > 0 {
-		in.ExtraFields = extra
+		m.schemaMu.Lock()
+		if m.schemas == nil {
+			m.schemas = map[string]sdk.ToolInputSchemaParam{}
+		}
+		if len(m.schemas) < provider.MaxCachedSchemas {
+			m.schemas[string(t.Parameters)] = in
+		}
+		m.schemaMu.Unlock()
 	}
 	tp := &sdk.ToolParam{Name: t.Name, InputSchema: in}
 	if t.Description != "" {
@@ -348,6 +339,49 @@ func toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
 		tp.CacheControl = cacheControl(t.CacheControl)
 	}
 	return tp, nil
+}
+
+// inputSchema converts a tool's JSON Schema, which must describe an object.
+// Only the top level is parsed: properties and other keywords are sent as
+// the caller wrote them, and the result is never modified, so models share it
+// between calls.
+func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
+	var in sdk.ToolInputSchemaParam
+	if len(bytes.TrimSpace(raw)) == 0 {
+		in.Properties = json.RawMessage("{}")
+		return in, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return in, fmt.Errorf("schema is not a JSON object: %w", err)
+	}
+	extra := map[string]any{}
+	for k, v := range fields {
+		switch k {
+		case "type":
+			var t any
+			if err := json.Unmarshal(v, &t); err != nil || t != "object" {
+				return in, fmt.Errorf("schema type is %v; it must be object", t)
+			}
+		case "properties":
+			if string(v) != "null" {
+				in.Properties = v
+			}
+		case "required":
+			if err := json.Unmarshal(v, &in.Required); err != nil {
+				return in, errors.New("required must be a list of names")
+			}
+		default:
+			extra[k] = v
+		}
+	}
+	if len(extra) > 0 {
+		in.ExtraFields = extra
+	}
+	return in, nil
 }
 
 // objectSchema parses a JSON Schema document that must describe an object.

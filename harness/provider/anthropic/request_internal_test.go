@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -16,6 +17,11 @@ func wire(t *testing.T, model string, req *llm.Request) map[string]any {
 	t.Helper()
 	m, err := New(provider.Config{Model: model, Replay: true})
 	require.NoError(t, err)
+	return wireOf(t, m, req)
+}
+
+func wireOf(t *testing.T, m *Model, req *llm.Request) map[string]any {
+	t.Helper()
 	p, err := m.params(req)
 	require.NoError(t, err)
 	raw, err := json.Marshal(p)
@@ -127,6 +133,9 @@ func TestRequestConversionErrors(t *testing.T) {
 		{llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockImage}}}}}, "anthropic: message 0 block 0: image has neither data nor url"},
 		{llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: []llm.Block{{Type: llm.BlockFile, MediaType: "application/zip", Data: "x"}}}}}, `files of type "application/zip" are not supported`},
 		{llm.Request{Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`{"type":"string"}`)}}}, "anthropic: tool t: schema type is string; it must be object"},
+		{llm.Request{Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}}, "anthropic: tool t: schema is not a JSON object"},
+		{llm.Request{Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`null`)}}}, "anthropic: tool t: schema is not a JSON object"},
+		{llm.Request{Tools: []llm.ToolSpec{{Name: "t", Parameters: json.RawMessage(`{"type":"object","required":"a"}`)}}}, "anthropic: tool t: required must be a list of names"},
 		{llm.Request{ToolChoice: &llm.ToolChoice{Mode: "sometimes"}}, `unknown tool choice mode "sometimes"`},
 	}
 	for _, b := range bad {
@@ -188,4 +197,46 @@ func TestStopReasons(t *testing.T) {
 	} {
 		assert.Equal(t, want, stopReason(in), in)
 	}
+}
+
+// TestToolSchemasAreConvertedOncePerModel: the converted schema is kept per
+// model and shared by later calls, which must neither see each other's
+// changes nor confuse two tools with different schemas.
+func TestToolSchemasAreConvertedOncePerModel(t *testing.T) {
+	m, err := New(provider.Config{Model: "claude-sonnet-4-6", Replay: true})
+	require.NoError(t, err)
+	a := llm.ToolSpec{Name: "a", Description: "first", Parameters: json.RawMessage(`{"type":"object","properties":{"z":{"type":"string"},"b":{"type":"integer"}},"required":["z"],"$defs":{"x":{"type":"string"}}}`)}
+	b := llm.ToolSpec{Name: "b", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"boolean"}}}`), CacheControl: llm.Ephemeral()}
+	empty := llm.ToolSpec{Name: "c"}
+	for range 3 {
+		got := wireOf(t, m, &llm.Request{Tools: []llm.ToolSpec{a, b, empty}})
+		tools := got["tools"].([]any)
+		require.Len(t, tools, 3)
+		assert.Equal(t, map[string]any{"name": "a", "description": "first", "input_schema": map[string]any{
+			"type": "object", "properties": map[string]any{"z": map[string]any{"type": "string"}, "b": map[string]any{"type": "integer"}},
+			"required": []any{"z"}, "$defs": map[string]any{"x": map[string]any{"type": "string"}},
+		}}, tools[0])
+		assert.Equal(t, map[string]any{"name": "b", "cache_control": map[string]any{"type": "ephemeral"}, "input_schema": map[string]any{
+			"type": "object", "properties": map[string]any{"q": map[string]any{"type": "boolean"}},
+		}}, tools[1])
+		assert.Equal(t, map[string]any{"name": "c", "input_schema": map[string]any{"type": "object", "properties": map[string]any{}}}, tools[2])
+	}
+	p, err := m.params(&llm.Request{Tools: []llm.ToolSpec{a}})
+	require.NoError(t, err)
+	raw, err := json.Marshal(p.Tools[0])
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"properties":{"z":{"type":"string"},"b":{"type":"integer"}}`, "properties go out as written")
+	assert.Len(t, m.schemas, 3, "one conversion per distinct schema")
+}
+
+func TestToolSchemaCacheIsBounded(t *testing.T) {
+	m, err := New(provider.Config{Model: "claude-sonnet-4-6", Replay: true})
+	require.NoError(t, err)
+	for i := range provider.MaxCachedSchemas + 10 {
+		schema := json.RawMessage(`{"type":"object","properties":{"p` + strconv.Itoa(i) + `":{"type":"string"}}}`)
+		got := wireOf(t, m, &llm.Request{Tools: []llm.ToolSpec{{Name: "t", Parameters: schema}}})
+		props := got["tools"].([]any)[0].(map[string]any)["input_schema"].(map[string]any)["properties"].(map[string]any)
+		require.Contains(t, props, "p"+strconv.Itoa(i))
+	}
+	assert.Len(t, m.schemas, provider.MaxCachedSchemas)
 }

@@ -35,7 +35,7 @@ func benchModel(b *testing.B, name string, index int, responses bool) *openai.Mo
 		b.Fatal(err)
 	}
 	m, err := openai.New(provider.Config{Model: "gpt-4o-mini", BaseURL: "http://bench.invalid/v1", Replay: true, UseResponsesAPI: &responses,
-		HTTPClient: &http.Client{Transport: recorded.Transport{Interaction: c.Interactions[index]}}})
+		HTTPClient: &http.Client{Transport: c.Interactions[index].Answer()}})
 	if err != nil {
 		b.Fatal(err)
 	}

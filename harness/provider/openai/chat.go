@@ -40,7 +40,7 @@ func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNew
 		}
 	}
 	for _, t := range req.Tools {
-		params, err := schemaMap(t.Parameters)
+		params, err := m.toolSchema(t.Parameters)
 		if err != nil {
 			return p, fmt.Errorf("openai: tool %s: %w", t.Name, err)
 		}
@@ -496,6 +496,43 @@ func compact(s string) json.RawMessage {
 		return json.RawMessage(s)
 	}
 	return buf.Bytes()
+}
+
+// toolSchema converts a tool's JSON Schema into function parameters. Agents
+// send the same tools on every turn, so each model keeps the conversions;
+// parsing the schemas again per call was a sixth of a replayed call's time.
+// Only the top level is parsed, its values are sent as the caller wrote
+// them, and the map is never modified, so calls share it.
+func (m *Model) toolSchema(raw json.RawMessage) (map[string]any, error) {
+	m.schemaMu.RLock()
+	s, ok := m.schemas[string(raw)]
+	m.schemaMu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		s = map[string]any{"type": "object", "properties": map[string]any{}}
+	} else {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return nil, fmt.Errorf("schema is not a JSON object: %w", err)
+		}
+		if fields != nil {
+			s = make(map[string]any, len(fields))
+			for k, v := range fields {
+				s[k] = v
+			}
+		}
+	}
+	m.schemaMu.Lock()
+	if m.schemas == nil {
+		m.schemas = map[string]map[string]any{}
+	}
+	if len(m.schemas) < provider.MaxCachedSchemas {
+		m.schemas[string(raw)] = s
+	}
+	m.schemaMu.Unlock()
+	return s, nil
 }
 
 // schemaMap parses a JSON Schema document describing an object.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -28,6 +29,9 @@ type Model struct {
 	cfg       provider.Config
 	chat      sdk.ChatCompletionService
 	responses responses.ResponseService
+
+	schemaMu sync.RWMutex
+	schemas  map[string]map[string]any // tool parameters by raw schema
 }
 
 var (
@@ -111,15 +115,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 			return nil, err
 		}
 		return provider.Do(ctx, m.cfg, func(ctx context.Context) (*llm.Response, error) {
-			opts, capture, err := m.callOptions()
-			if err != nil {
-				return nil, err
-			}
-			r, err := m.responses.New(ctx, params, opts...)
-			if err != nil {
-				return nil, m.classify(ctx, err, capture)
-			}
-			return m.fromResponse(r)
+			return m.responsesOnce(ctx, params)
 		})
 	}
 	params, err := m.chatParams(req, false)
@@ -127,20 +123,39 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, err
 	}
 	return provider.Do(ctx, m.cfg, func(ctx context.Context) (*llm.Response, error) {
-		opts, capture, err := m.callOptions()
-		if err != nil {
-			return nil, err
-		}
-		c, err := m.chat.New(ctx, params, opts...)
-		if err != nil {
-			return nil, m.classify(ctx, err, capture)
-		}
-		res, err := chatResultOf(c)
-		if err != nil {
-			return nil, m.cfg.BadResponse(err)
-		}
-		return res.response(len(req.Messages)), nil
+		return m.chatOnce(ctx, params, len(req.Messages))
 	})
+}
+
+// responsesOnce is one Responses API attempt.
+func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewParams) (*llm.Response, error) {
+	opts, capture, err := m.callOptions()
+	if err != nil {
+		return nil, err
+	}
+	r, err := m.responses.New(ctx, params, opts...)
+	if err != nil {
+		return nil, m.classify(ctx, err, capture)
+	}
+	return m.fromResponse(r)
+}
+
+// chatOnce is one Chat Completions attempt; nMessages is the request's
+// message count (see chatResult.response).
+func (m *Model) chatOnce(ctx context.Context, params sdk.ChatCompletionNewParams, nMessages int) (*llm.Response, error) {
+	opts, capture, err := m.callOptions()
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.chat.New(ctx, params, opts...)
+	if err != nil {
+		return nil, m.classify(ctx, err, capture)
+	}
+	res, err := chatResultOf(c)
+	if err != nil {
+		return nil, m.cfg.BadResponse(err)
+	}
+	return res.response(nMessages), nil
 }
 
 // Stream implements llm.StreamingModel: deltas as they arrive, then a final

@@ -191,3 +191,35 @@ func TestKindAndAPIValidation(t *testing.T) {
 	assert.True(t, m.cfg.ResponsesAPI(), "openai: models default to the Responses API")
 	assert.Equal(t, DefaultBaseURL, m.cfg.BaseURL)
 }
+
+// TestToolSchemasAreConvertedOncePerModel: tool parameters are converted
+// once per model and schema, shared by later calls of either API, and sent
+// as written.
+func TestToolSchemasAreConvertedOncePerModel(t *testing.T) {
+	m := model(t, provider.KindOpenAI, false)
+	a := llm.ToolSpec{Name: "a", Parameters: json.RawMessage(`{"type":"object","properties":{"z":{"type":"string"},"b":{"type":"integer"}},"required":["z"]}`)}
+	b := llm.ToolSpec{Name: "b", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"boolean"}}}`)}
+	empty := llm.ToolSpec{Name: "c"}
+	req := &llm.Request{Messages: []llm.Message{llm.User("hi")}, Tools: []llm.ToolSpec{a, b, empty}}
+	for range 2 {
+		p, err := m.chatParams(req, false)
+		require.NoError(t, err)
+		got := toMap(t, p)["tools"].([]any)
+		require.Len(t, got, 3)
+		assert.Equal(t, map[string]any{"type": "object", "properties": map[string]any{"z": map[string]any{"type": "string"}, "b": map[string]any{"type": "integer"}}, "required": []any{"z"}},
+			got[0].(map[string]any)["function"].(map[string]any)["parameters"])
+		assert.Equal(t, map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "boolean"}}},
+			got[1].(map[string]any)["function"].(map[string]any)["parameters"])
+		assert.Equal(t, map[string]any{"type": "object", "properties": map[string]any{}},
+			got[2].(map[string]any)["function"].(map[string]any)["parameters"])
+
+		rp, err := m.responsesParams(req)
+		require.NoError(t, err)
+		raw, err := json.Marshal(rp)
+		require.NoError(t, err)
+		assert.Contains(t, string(raw), `"properties":{"z":{"type":"string"},"b":{"type":"integer"}}`, "properties go out as written")
+	}
+	assert.Len(t, m.schemas, 3, "one conversion per distinct schema")
+	_, err := m.chatParams(&llm.Request{Tools: []llm.ToolSpec{{Name: "bad", Parameters: json.RawMessage(`[1]`)}}}, false)
+	require.ErrorContains(t, err, "openai: tool bad: schema is not a JSON object")
+}

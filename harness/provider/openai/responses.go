@@ -39,7 +39,7 @@ func (m *Model) responsesParams(req *llm.Request) (responses.ResponseNewParams, 
 	}
 	p.Input.OfInputItemList = items
 	for _, t := range req.Tools {
-		params, err := schemaMap(t.Parameters)
+		params, err := m.toolSchema(t.Parameters)
 		if err != nil {
 			return p, fmt.Errorf("openai: tool %s: %w", t.Name, err)
 		}

@@ -1,2 +1,2 @@
-// Package recorded serves the third-party vcrpy recordings in its testdata from loopback test servers, so the provider adapters' tests can prove they parse real provider traffic.
+// Package recorded serves the third-party recordings in cassettes/thirdparty from loopback test servers, so the provider adapters' tests can prove they parse real provider traffic.
 package recorded

@@ -2,7 +2,6 @@ package recorded
 
 import (
 	"bytes"
-	"embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,32 +9,57 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/goccy/go-yaml"
-)
 
-// The recordings are verbatim copies of ../shared/testdata/recorded (MIT,
-// pydantic-ai; see testdata/LICENSE-pydantic-ai).
-//
-//go:embed testdata
-var files embed.FS
+	"github.com/dageval/dageval/harness/provider"
+)
 
 // Files lists the recordings, e.g. "test_anthropic/test_anthropic_tool_output.yaml", sorted.
 func Files() []string {
+	dir, err := Dir()
+	if err != nil {
+		return nil
+	}
 	var out []string
-	_ = fs.WalkDir(files, "testdata", func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") {
-			out = append(out, strings.TrimPrefix(p, "testdata/"))
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, filepath.ToSlash(rel))
 		}
 		return nil
 	})
 	slices.Sort(out)
 	return out
+}
+
+// importedDir is where the module keeps the recordings, converted to go-vcr
+// cassettes by `dageval cassette import` (pydantic-ai, MIT; the licence is
+// in the directory above).
+const importedDir = "cassettes/thirdparty/pydantic-ai/imported"
+
+// Dir returns the directory of the recordings. It is found from the working
+// directory, which go test sets to the package under test, by walking up to
+// the module root.
+func Dir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, filepath.FromSlash(importedDir)), nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", fmt.Errorf("recorded: no go.mod above %s", wd)
+		}
+	}
 }
 
 // Interaction is one recorded request and its answer.
@@ -51,8 +75,11 @@ type Interaction struct {
 }
 
 // Streamed reports whether the answer is a server-sent event stream.
-func (i Interaction) Streamed() bool {
-	return strings.HasPrefix(i.Header.Get("Content-Type"), "text/event-stream")
+func (i Interaction) Streamed() bool { return i.Answer().Streamed() }
+
+// Answer is the recorded response as adapters decode it.
+func (i Interaction) Answer() provider.RecordedAnswer {
+	return provider.RecordedAnswer{StatusCode: i.Status, Header: i.Header, Body: i.Body}
 }
 
 // Cassette is one recording.
@@ -61,65 +88,53 @@ type Cassette struct {
 	Interactions []Interaction
 }
 
-type vcrFile struct {
+// goVCRFile is the part of a go-vcr v4 cassette the tests need.
+type goVCRFile struct {
+	Version      int `yaml:"version"`
 	Interactions []struct {
 		Request struct {
-			Method     string              `yaml:"method"`
-			URI        string              `yaml:"uri"`
-			Headers    map[string][]string `yaml:"headers"`
-			Body       any                 `yaml:"body"`
-			ParsedBody any                 `yaml:"parsed_body"`
+			Method string `yaml:"method"`
+			URL    string `yaml:"url"`
+			Body   string `yaml:"body"`
 		} `yaml:"request"`
 		Response struct {
-			Status struct {
-				Code    int    `yaml:"code"`
-				Message string `yaml:"message"`
-			} `yaml:"status"`
-			Headers    map[string][]string `yaml:"headers"`
-			Body       map[string]any      `yaml:"body"`
-			ParsedBody any                 `yaml:"parsed_body"`
+			Code    int                 `yaml:"code"`
+			Headers map[string][]string `yaml:"headers"`
+			Body    string              `yaml:"body"`
 		} `yaml:"response"`
 	} `yaml:"interactions"`
-	Version int `yaml:"version"`
 }
 
-// Load reads one recording by its name under testdata.
+// Load reads one recording by its name under Dir.
 func Load(name string) (*Cassette, error) {
-	data, err := files.ReadFile(path.Join("testdata", name))
+	dir, err := Dir()
 	if err != nil {
 		return nil, err
 	}
-	var f vcrFile
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+	if err != nil {
+		return nil, err
+	}
+	var f goVCRFile
 	if err := yaml.Unmarshal(data, &f); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))
 	}
+	if f.Version != 2 {
+		return nil, fmt.Errorf("%s: version %d, want 2 (a go-vcr cassette)", name, f.Version)
+	}
 	c := &Cassette{Name: name}
 	for n, raw := range f.Interactions {
-		u, err := url.Parse(raw.Request.URI)
+		u, err := url.Parse(raw.Request.URL)
 		if err != nil {
 			return nil, fmt.Errorf("%s: interaction %d: %w", name, n, err)
 		}
-		in := Interaction{Method: raw.Request.Method, URL: u, Status: raw.Response.Status.Code, Header: http.Header{}}
+		in := Interaction{Method: raw.Request.Method, URL: u, Status: raw.Response.Code, Header: http.Header{},
+			RequestBody: []byte(raw.Request.Body), Body: []byte(raw.Response.Body)}
 		for k, vs := range raw.Response.Headers {
 			for _, v := range vs {
 				in.Header.Add(k, v)
 			}
 		}
-		if in.RequestBody, err = bodyOf(raw.Request.ParsedBody, raw.Request.Body); err != nil {
-			return nil, fmt.Errorf("%s: interaction %d request: %w", name, n, err)
-		}
-		var respBody any
-		if s, ok := raw.Response.Body["string"]; ok {
-			respBody = s
-		}
-		if in.Body, err = bodyOf(raw.Response.ParsedBody, respBody); err != nil {
-			return nil, fmt.Errorf("%s: interaction %d response: %w", name, n, err)
-		}
-		// The recorded lengths describe the original (possibly compressed)
-		// bytes, not the body served here.
-		in.Header.Del("Content-Length")
-		in.Header.Del("Transfer-Encoding")
-		in.Header.Del("Content-Encoding")
 		c.Interactions = append(c.Interactions, in)
 	}
 	return c, nil
@@ -133,19 +148,6 @@ func MustLoad(t testing.TB, name string) *Cassette {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func bodyOf(parsed, raw any) ([]byte, error) {
-	if parsed != nil {
-		return json.Marshal(parsed)
-	}
-	switch b := raw.(type) {
-	case nil:
-		return nil, nil
-	case string:
-		return []byte(b), nil
-	}
-	return nil, fmt.Errorf("unsupported body of type %T", raw)
 }
 
 // BaseURL is the API root of the recording's first request with the

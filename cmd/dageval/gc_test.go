@@ -1,0 +1,19 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+)
+
+func TestGCTargetIsRaisedUnlessGOGCIsSet(t *testing.T) {
+	got := debug.SetGCPercent(100)
+	debug.SetGCPercent(got)
+	want := replayGCPercent
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set in the environment, which wins")
+	}
+	if got != want {
+		t.Errorf("GC percent = %d, want %d", got, want)
+	}
+}

@@ -1,0 +1,82 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/anthropic"
+	"github.com/dageval/dageval/harness/provider/openai"
+)
+
+// APIOf names the wire API of a request path, as fakes.Server reports it:
+// fakes.APIAnthropicMessages for .../v1/messages, fakes.APIOpenAIChat for
+// .../chat/completions, fakes.APIOpenAIResponses for .../responses, and ""
+// when no adapter speaks the path.
+func APIOf(path string) string {
+	switch {
+	case strings.HasSuffix(path, "/v1/messages"):
+		return fakes.APIAnthropicMessages
+	case strings.HasSuffix(path, "/chat/completions"):
+		return fakes.APIOpenAIChat
+	case strings.HasSuffix(path, "/responses"):
+		return fakes.APIOpenAIResponses
+	}
+	return ""
+}
+
+// ErrNoAdapter is wrapped by Decode's error for a request path no adapter speaks.
+var ErrNoAdapter = fmt.Errorf("no adapter speaks this path (known: /v1/messages, /chat/completions, /responses)")
+
+// Answer is the recorded response of it.
+func Answer(it *cassette.Interaction) provider.RecordedAnswer {
+	return provider.RecordedAnswer{StatusCode: it.Response.Code, Header: it.Response.Headers, Body: []byte(it.Response.Body)}
+}
+
+// Decode reads a recorded interaction's answer with the adapter its request
+// path selects (see APIOf), JSON or event stream, exactly as a replayed run
+// would. Failed answers give the adapter's *llm.Error. Chat Completions tool
+// calls that the server sent without an id get the id a replayed run derives
+// for them, from the length of the recorded conversation.
+func Decode(ctx context.Context, it *cassette.Interaction) (*llm.Response, error) {
+	u, err := url.Parse(it.Request.URL)
+	if err != nil {
+		return nil, fmt.Errorf("request url: %w", err)
+	}
+	switch APIOf(u.Path) {
+	case fakes.APIAnthropicMessages:
+		return anthropic.DecodeAnswer(ctx, Answer(it))
+	case fakes.APIOpenAIChat:
+		return openai.DecodeChatAnswer(ctx, Answer(it), conversationLength(it.Request.Body))
+	case fakes.APIOpenAIResponses:
+		return openai.DecodeResponsesAnswer(ctx, Answer(it))
+	}
+	return nil, fmt.Errorf("%s %s: %w", it.Request.Method, u.Path, ErrNoAdapter)
+}
+
+// conversationLength counts the messages of a recorded Chat Completions
+// request that the adapter's request would hold outside its system prompt.
+func conversationLength(body string) int {
+	var req struct {
+		Messages []struct {
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal([]byte(body), &req) != nil {
+		return 0
+	}
+	n := 0
+	for _, m := range req.Messages {
+		if m.Role != "system" && m.Role != "developer" {
+			n++
+		}
+	}
+	return n
+}
