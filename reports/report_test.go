@@ -17,12 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/internal/netguard"
 	"github.com/dageval/dageval/reports"
 )
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	v := m.Run()
+	// The quickstart goldens replay through the real provider adapters:
+	// make sure nothing reaches past loopback.
+	netguard.Install()
+	v := netguard.Code(m.Run())
 	// go-snaps cannot tell which standalone snapshot files a -run filter
 	// skipped and would call them obsolete, so only a full run judges.
 	if f := flag.Lookup("test.run"); f != nil && f.Value.String() != "" {
