@@ -202,5 +202,3 @@ func renderRun(w io.Writer, outDir string, oc *evals.Outcome, formats []reports.
 	}
 	return nil
 }
-
-
