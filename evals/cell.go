@@ -157,7 +157,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 		usd := pricer.usd
 		rec.CostUSD = &usd
 	}
-	res.Usage = RoleUsage{Agent: rec.Usage.Agent, Subagents: rec.Usage.Subagents, Grader: rec.Usage.Grader}
+	res.Usage = rec.Usage
 	res.CostUSD, res.CostKnown = pricer.usd, pricer.known
 	res.ToolCalls = append(res.ToolCalls, rec.ToolCallNames()...)
 	res.Steps = rec.Steps

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dageval/dageval/internal/fileutil"
 )
 
 // PartialResultsFile receives each cell's result line the moment the cell
@@ -139,14 +141,14 @@ func (o *outDir) finish(results []*CellResult, sum *Summary) error {
 		}
 		b.Write(line)
 	}
-	if err := WriteFileAtomic(filepath.Join(o.dir, ResultsFile), b.Bytes()); err != nil {
+	if err := fileutil.WriteFileAtomic(filepath.Join(o.dir, ResultsFile), b.Bytes()); err != nil {
 		return err
 	}
 	data, err := encodeJSON(sum, true)
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(filepath.Join(o.dir, SummaryFile), data); err != nil {
+	if err := fileutil.WriteFileAtomic(filepath.Join(o.dir, SummaryFile), data); err != nil {
 		return err
 	}
 	return os.Remove(o.partial.Name())
@@ -155,30 +157,3 @@ func (o *outDir) finish(results []*CellResult, sum *Summary) error {
 // abort closes the partial file, keeping it: the run ended before its
 // results could be written.
 func (o *outDir) abort() { o.partial.Close() }
-
-// WriteFileAtomic writes data to path through a temporary file and a
-// rename, so readers never see a half-written file.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+strings.TrimPrefix(filepath.Base(path), ".")+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
-}

@@ -2,6 +2,7 @@ package evals
 
 import (
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/rubrics"
 )
 
 // SchemaVersion versions results.jsonl, summary.json and cell files. Readers
@@ -85,20 +86,9 @@ type CheckOutcome struct {
 	Detail string  `json:"detail,omitempty"`
 }
 
-// RoleUsage splits token usage by who spent it.
-type RoleUsage struct {
-	Agent     llm.Usage `json:"agent"`
-	Subagents llm.Usage `json:"subagents"`
-	Grader    llm.Usage `json:"grader"`
-}
-
-// Total sums the roles.
-func (u RoleUsage) Total() llm.Usage {
-	t := u.Agent
-	t.Add(u.Subagents)
-	t.Add(u.Grader)
-	return t
-}
+// RoleUsage splits token usage by who spent it: the rubrics record's type,
+// so a cell's usage is its record's.
+type RoleUsage = rubrics.RoleUsage
 
 // CellDetail is the full record of one cell (cells/<id>.json), for the HTML
 // report and for debugging: the transcript with subagent runs, the rubric

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 
 	"go.yaml.in/yaml/v4"
 	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+
+	"github.com/dageval/dageval/internal/fileutil"
 )
 
 // Cassette is a go-vcr v4 cassette (format version 2) as dageval reads and
@@ -264,35 +265,6 @@ func (c *Cassette) Marshal() ([]byte, error) {
 	return append([]byte("---\n"), data...), nil
 }
 
-// writeFileAtomic writes data next to path and renames it into place, so a
-// reader never sees half a cassette.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Chmod(tmp, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
 // statusText is the status line go-vcr would have recorded.
 func statusText(code int) string {
 	if t := http.StatusText(code); t != "" {
@@ -412,5 +384,5 @@ func loadCassette(path string) (*Cassette, error) {
 // WriteCassetteFile writes cassette bytes (from Cassette.Marshal) to path
 // atomically, creating directories as needed.
 func WriteCassetteFile(path string, data []byte) error {
-	return writeFileAtomic(path, data)
+	return fileutil.WriteFileAtomic(path, data)
 }

@@ -19,6 +19,8 @@ import (
 
 	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
+
+	"github.com/dageval/dageval/internal/fileutil"
 )
 
 // Mode says where a Recorder's responses come from.
@@ -654,7 +656,7 @@ func (r *Recorder) save(c *Cassette) error {
 	if len(findings) > 0 {
 		return &SecretError{Path: r.path, Findings: findings}
 	}
-	if err := writeFileAtomic(r.path, data); err != nil {
+	if err := fileutil.WriteFileAtomic(r.path, data); err != nil {
 		return fmt.Errorf("fakes: writing cassette: %w", err)
 	}
 	return nil

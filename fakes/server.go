@@ -225,6 +225,19 @@ func badRequest(format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, kind: "invalid_request_error", msg: fmt.Sprintf(format, args...)}
 }
 
+// paramError is a bad request that names the offending parameter, as
+// OpenAI's errors do.
+func paramError(param, format string, args ...any) *apiError {
+	e := badRequest(format, args...)
+	e.param = param
+	return e
+}
+
+// missingParam is OpenAI's error for a required parameter left out.
+func missingParam(param string) *apiError {
+	return paramError(param, "Missing required parameter: '%s'.", param)
+}
+
 func (s *Server) route(path string) wireAPI {
 	switch {
 	case strings.HasSuffix(path, "/v1/messages"):
@@ -520,6 +533,31 @@ func jsonTypeName(goType string) string {
 		return "an array"
 	}
 	return "an object"
+}
+
+// jsonString decodes raw, which jsonKind has found to be a JSON string.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s
+}
+
+// stringBlocks is string content (raw is a JSON string) as blocks: one
+// text block, none when the string is empty.
+func stringBlocks(raw json.RawMessage) []llm.Block {
+	if s := jsonString(raw); s != "" {
+		return []llm.Block{llm.TextBlock(s)}
+	}
+	return nil
+}
+
+// toolSpec is a declared tool; desc is nil when the declaration has none.
+func toolSpec(name string, desc *string, params json.RawMessage) llm.ToolSpec {
+	spec := llm.ToolSpec{Name: name, Parameters: compactJSON(params)}
+	if desc != nil {
+		spec.Description = *desc
+	}
+	return spec
 }
 
 // isJSONObject reports whether raw is a JSON object.

@@ -172,11 +172,7 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	switch jsonKind(w.System) {
 	case "", "null":
 	case "string":
-		var s string
-		_ = json.Unmarshal(w.System, &s)
-		if s != "" {
-			req.System = []llm.Block{llm.TextBlock(s)}
-		}
+		req.System = stringBlocks(w.System)
 	case "array":
 		var blocks []json.RawMessage
 		_ = json.Unmarshal(w.System, &blocks)
@@ -276,10 +272,8 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		if schema.Type != "object" {
 			return nil, nil, badRequest("%s.input_schema.type: Input should be 'object', got %q", at, schema.Type)
 		}
-		spec := llm.ToolSpec{Name: t.Name, Parameters: compactJSON(t.InputSchema), CacheControl: t.CacheControl}
-		if t.Description != nil {
-			spec.Description = *t.Description
-		}
+		spec := toolSpec(t.Name, t.Description, t.InputSchema)
+		spec.CacheControl = t.CacheControl
 		req.Tools = append(req.Tools, spec)
 	}
 
@@ -428,8 +422,7 @@ func decodeAntBlock(raw json.RawMessage, at string) (*antBlock, *apiError) {
 func decodeAntContent(raw json.RawMessage, at string) ([]*antBlock, *apiError) {
 	switch jsonKind(raw) {
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
+		s := jsonString(raw)
 		if strings.TrimSpace(s) == "" {
 			return nil, badRequest("%s: text content must be non-empty", at)
 		}
@@ -509,12 +502,7 @@ func antToolResultContent(raw json.RawMessage, at string) ([]llm.Block, *apiErro
 	case "", "null":
 		return nil, nil
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		if s == "" {
-			return nil, nil
-		}
-		return []llm.Block{llm.TextBlock(s)}, nil
+		return stringBlocks(raw), nil
 	case "array":
 		blocks, e := decodeAntContent(raw, at)
 		if e != nil {

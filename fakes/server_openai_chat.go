@@ -169,17 +169,17 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "model", msg: "you must provide a model parameter"}
+		return nil, nil, paramError("model", "you must provide a model parameter")
 	}
 	call.Model = *w.Model
 	if len(w.Messages) == 0 {
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "messages", msg: "[] is too short - 'messages'"}
+		return nil, nil, paramError("messages", "[] is too short - 'messages'")
 	}
 	if w.StreamOptions != nil && !w.Stream {
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "stream_options", msg: "The 'stream_options' parameter is only allowed when 'stream' is enabled."}
+		return nil, nil, paramError("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
 	if w.N != nil && *w.N != 1 {
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "n", msg: "the local server answers with one choice; n must be 1"}
+		return nil, nil, paramError("n", "the local server answers with one choice; n must be 1")
 	}
 	if len(w.Functions) > 0 || len(w.FunctionCall) > 0 {
 		return nil, nil, badRequest("functions and function_call are deprecated; use tools and tool_choice")
@@ -194,9 +194,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 	switch jsonKind(w.Stop) {
 	case "", "null":
 	case "string":
-		var s string
-		_ = json.Unmarshal(w.Stop, &s)
-		req.StopSequences = []string{s}
+		req.StopSequences = []string{jsonString(w.Stop)}
 	case "array":
 		if e := strictDecode(w.Stop, &req.StopSequences, "stop"); e != nil {
 			return nil, nil, e
@@ -215,7 +213,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 			return nil, nil, e
 		}
 		if len(pending) > 0 && m.Role != "tool" {
-			return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "messages", msg: fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(pending, ", "))}
+			return nil, nil, unansweredToolCalls(pending)
 		}
 		switch m.Role {
 		case "system", "developer":
@@ -260,7 +258,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 					return nil, nil, badRequest("%s.type: expected 'function', got %q", cat, tc.Type)
 				}
 				if tc.ID == "" {
-					return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: cat + ".id", msg: "Missing required parameter: '" + cat + ".id'."}
+					return nil, nil, missingParam(cat + ".id")
 				}
 				if tc.Function == nil || tc.Function.Name == "" {
 					return nil, nil, badRequest("%s.function.name: missing", cat)
@@ -268,18 +266,12 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 				if jsonKind(tc.Function.Arguments) != "string" {
 					return nil, nil, badRequest("%s.function.arguments: expected a string holding JSON, got a JSON %s", cat, jsonKind(tc.Function.Arguments))
 				}
-				var args string
-				_ = json.Unmarshal(tc.Function.Arguments, &args)
 				if _, dup := names[tc.ID]; dup {
 					return nil, nil, badRequest("%s.id: duplicate tool call id %s", cat, tc.ID)
 				}
 				names[tc.ID] = tc.Function.Name
 				pending = append(pending, tc.ID)
-				if json.Valid([]byte(args)) {
-					msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: compactJSON([]byte(args))})
-				} else {
-					msg.InvalidToolCalls = append(msg.InvalidToolCalls, llm.InvalidToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args, Error: "arguments are not valid JSON"})
-				}
+				addOpenAIToolCall(&msg, tc.ID, tc.Function.Name, jsonString(tc.Function.Arguments))
 			}
 			if len(msg.Content) == 0 && len(msg.ToolCalls) == 0 && len(msg.InvalidToolCalls) == 0 && (m.Refusal == nil || *m.Refusal == "") {
 				return nil, nil, badRequest("%s: an assistant message needs content or tool_calls", at)
@@ -287,11 +279,11 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 			req.Messages = append(req.Messages, msg)
 		case "tool":
 			if m.ToolCallID == nil || *m.ToolCallID == "" {
-				return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: at + ".tool_call_id", msg: "Missing required parameter: '" + at + ".tool_call_id'."}
+				return nil, nil, missingParam(at + ".tool_call_id")
 			}
 			id := *m.ToolCallID
 			if !slices.Contains(pending, id) {
-				return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: at + ".role", msg: fmt.Sprintf("Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id %s has no open call).", id)}
+				return nil, nil, paramError(at+".role", "Invalid parameter: messages with role 'tool' must be a response to a preceding message with 'tool_calls' (tool_call_id %s has no open call).", id)
 			}
 			pending = slices.DeleteFunc(pending, func(s string) bool { return s == id })
 			blocks, e := chatContent(m.Content, at+".content", false)
@@ -307,7 +299,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 		leading = false
 	}
 	if len(pending) > 0 {
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "messages", msg: fmt.Sprintf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(pending, ", "))}
+		return nil, nil, unansweredToolCalls(pending)
 	}
 
 	seen := map[string]bool{}
@@ -321,7 +313,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 			return nil, nil, badRequest("%s.type: the local server supports function tools, got %q", at, t.Type)
 		}
 		if t.Function == nil || t.Function.Name == "" {
-			return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: at + ".function.name", msg: "Missing required parameter: '" + at + ".function.name'."}
+			return nil, nil, missingParam(at + ".function.name")
 		}
 		if seen[t.Function.Name] {
 			return nil, nil, badRequest("tools: duplicate function name %q", t.Function.Name)
@@ -335,11 +327,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 		default:
 			return nil, nil, badRequest("%s.function.parameters: expected a JSON Schema object", at)
 		}
-		spec := llm.ToolSpec{Name: t.Function.Name, Parameters: compactJSON(params)}
-		if t.Function.Description != nil {
-			spec.Description = *t.Function.Description
-		}
-		req.Tools = append(req.Tools, spec)
+		req.Tools = append(req.Tools, toolSpec(t.Function.Name, t.Function.Description, params))
 	}
 	tc, e := openAIToolChoice(w.ToolChoice, seen, false)
 	if e != nil {
@@ -352,20 +340,12 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 		if e := strictDecode(w.ResponseFormat, &rf, "response_format"); e != nil {
 			return nil, nil, e
 		}
-		switch rf.Type {
-		case "text":
-		case "json_object":
-			req.ResponseFormat = &llm.ResponseFormat{Name: "json_object", Schema: json.RawMessage(`{"type":"object"}`)}
-		case "json_schema":
-			if rf.JSONSchema == nil || rf.JSONSchema.Name == "" {
-				return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "response_format.json_schema.name", msg: "Missing required parameter: 'response_format.json_schema.name'."}
-			}
-			if !isJSONObject(rf.JSONSchema.Schema) {
-				return nil, nil, badRequest("response_format.json_schema.schema: expected a JSON Schema object")
-			}
-			req.ResponseFormat = &llm.ResponseFormat{Name: rf.JSONSchema.Name, Description: rf.JSONSchema.Description, Schema: compactJSON(rf.JSONSchema.Schema), Strict: rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict}
-		default:
-			return nil, nil, badRequest("response_format.type: expected text, json_object or json_schema, got %q", rf.Type)
+		f := respFormat{Type: rf.Type}
+		if js := rf.JSONSchema; js != nil {
+			f.Name, f.Description, f.Schema, f.Strict = js.Name, js.Description, js.Schema, js.Strict
+		}
+		if req.ResponseFormat, e = openAIResponseFormat(f, "response_format", "response_format.json_schema"); e != nil {
+			return nil, nil, e
 		}
 	}
 	return req, &w, nil
@@ -379,8 +359,7 @@ func openAIToolChoice(raw json.RawMessage, tools map[string]bool, flat bool) (*l
 	case "", "null":
 		return nil, nil
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
+		s := jsonString(raw)
 		var tc *llm.ToolChoice
 		switch s {
 		case "auto":
@@ -393,7 +372,7 @@ func openAIToolChoice(raw json.RawMessage, tools map[string]bool, flat bool) (*l
 			return nil, badRequest("tool_choice: expected auto, none, required or a function, got %q", s)
 		}
 		if tc.Mode != llm.ToolChoiceNone && len(tools) == 0 {
-			return nil, &apiError{status: 400, kind: "invalid_request_error", param: "tool_choice", msg: "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified."}
+			return nil, paramError("tool_choice", "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.")
 		}
 		return tc, nil
 	case "object":
@@ -433,6 +412,43 @@ func openAIToolChoice(raw json.RawMessage, tools map[string]bool, flat bool) (*l
 	return nil, badRequest("tool_choice: expected a string or an object")
 }
 
+// unansweredToolCalls is Chat Completions' error for tool calls that no
+// tool message answers.
+func unansweredToolCalls(ids []string) *apiError {
+	return paramError("messages", "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(ids, ", "))
+}
+
+// addOpenAIToolCall adds a call whose arguments arrive as a string holding
+// JSON; arguments that are not JSON make an invalid tool call.
+func addOpenAIToolCall(msg *llm.Message, id, name, args string) {
+	if json.Valid([]byte(args)) {
+		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: id, Name: name, Args: compactJSON([]byte(args))})
+		return
+	}
+	msg.InvalidToolCalls = append(msg.InvalidToolCalls, llm.InvalidToolCall{ID: id, Name: name, Args: args, Error: "arguments are not valid JSON"})
+}
+
+// openAIResponseFormat reads a structured-output format as the Responses
+// API writes it (Chat Completions nests name and schema one level down):
+// at names the format in errors, schemaAt the place of its name and schema.
+func openAIResponseFormat(f respFormat, at, schemaAt string) (*llm.ResponseFormat, *apiError) {
+	switch f.Type {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return &llm.ResponseFormat{Name: "json_object", Schema: json.RawMessage(`{"type":"object"}`)}, nil
+	case "json_schema":
+		if f.Name == "" {
+			return nil, missingParam(schemaAt + ".name")
+		}
+		if !isJSONObject(f.Schema) {
+			return nil, badRequest("%s.schema: expected a JSON Schema object", schemaAt)
+		}
+		return &llm.ResponseFormat{Name: f.Name, Description: f.Description, Schema: compactJSON(f.Schema), Strict: f.Strict != nil && *f.Strict}, nil
+	}
+	return nil, badRequest("%s.type: expected text, json_object or json_schema, got %q", at, f.Type)
+}
+
 // chatContent reads message content: a string or a list of parts. Media
 // parts are allowed only in user messages.
 func chatContent(raw json.RawMessage, at string, media bool) ([]llm.Block, *apiError) {
@@ -440,12 +456,7 @@ func chatContent(raw json.RawMessage, at string, media bool) ([]llm.Block, *apiE
 	case "", "null":
 		return nil, nil
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		if s == "" {
-			return nil, nil
-		}
-		return []llm.Block{llm.TextBlock(s)}, nil
+		return stringBlocks(raw), nil
 	case "array":
 		var parts []json.RawMessage
 		_ = json.Unmarshal(raw, &parts)

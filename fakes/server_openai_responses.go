@@ -123,45 +123,39 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "model", msg: "Missing required parameter: 'model'."}
+		return nil, nil, missingParam("model")
 	}
 	call.Model = *w.Model
 	switch {
 	case w.PreviousResponseID != nil && *w.PreviousResponseID != "":
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "previous_response_id", msg: "the local server keeps no responses; send the whole conversation as input"}
+		return nil, nil, paramError("previous_response_id", "the local server keeps no responses; send the whole conversation as input")
 	case len(w.Conversation) > 0 && jsonKind(w.Conversation) != "null":
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "conversation", msg: "the local server keeps no conversations; send the whole conversation as input"}
+		return nil, nil, paramError("conversation", "the local server keeps no conversations; send the whole conversation as input")
 	case w.Background != nil && *w.Background:
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "background", msg: "background responses are not supported by the local server"}
+		return nil, nil, paramError("background", "background responses are not supported by the local server")
 	case len(w.StreamOptions) > 0 && jsonKind(w.StreamOptions) != "null" && !w.Stream:
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "stream_options", msg: "The 'stream_options' parameter is only allowed when 'stream' is enabled."}
+		return nil, nil, paramError("stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 	}
 	req := &llm.Request{Temperature: w.Temperature, TopP: w.TopP}
 	if w.MaxOutputTokens != nil {
 		if *w.MaxOutputTokens < 16 {
-			return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "max_output_tokens", msg: fmt.Sprintf("Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got %d instead.", *w.MaxOutputTokens)}
+			return nil, nil, paramError("max_output_tokens", "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got %d instead.", *w.MaxOutputTokens)
 		}
 		req.MaxTokens = *w.MaxOutputTokens
 	}
 	switch jsonKind(w.Instructions) {
 	case "", "null":
 	case "string":
-		var s string
-		_ = json.Unmarshal(w.Instructions, &s)
-		if s != "" {
-			req.System = []llm.Block{llm.TextBlock(s)}
-		}
+		req.System = stringBlocks(w.Instructions)
 	default:
 		return nil, nil, badRequest("instructions: expected a string")
 	}
 
 	switch jsonKind(w.Input) {
 	case "":
-		return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "input", msg: "Missing required parameter: 'input'."}
+		return nil, nil, missingParam("input")
 	case "string":
-		var s string
-		_ = json.Unmarshal(w.Input, &s)
-		req.Messages = []llm.Message{llm.User(s)}
+		req.Messages = []llm.Message{llm.User(jsonString(w.Input))}
 	case "array":
 		var items []json.RawMessage
 		_ = json.Unmarshal(w.Input, &items)
@@ -183,7 +177,7 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 			return nil, nil, badRequest("%s.type: the local server supports function tools, got %q", at, t.Type)
 		}
 		if t.Name == "" {
-			return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: at + ".name", msg: "Missing required parameter: '" + at + ".name'."}
+			return nil, nil, missingParam(at + ".name")
 		}
 		if seen[t.Name] {
 			return nil, nil, badRequest("tools: duplicate function name %q", t.Name)
@@ -192,11 +186,7 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		if !isJSONObject(t.Parameters) {
 			return nil, nil, badRequest("%s.parameters: expected a JSON Schema object", at)
 		}
-		spec := llm.ToolSpec{Name: t.Name, Parameters: compactJSON(t.Parameters)}
-		if t.Description != nil {
-			spec.Description = *t.Description
-		}
-		req.Tools = append(req.Tools, spec)
+		req.Tools = append(req.Tools, toolSpec(t.Name, t.Description, t.Parameters))
 	}
 	tc, e := openAIToolChoice(w.ToolChoice, seen, true)
 	if e != nil {
@@ -209,20 +199,8 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		if e := strictDecode(w.Text.Format, &f, "text.format"); e != nil {
 			return nil, nil, e
 		}
-		switch f.Type {
-		case "text":
-		case "json_object":
-			req.ResponseFormat = &llm.ResponseFormat{Name: "json_object", Schema: json.RawMessage(`{"type":"object"}`)}
-		case "json_schema":
-			if f.Name == "" {
-				return nil, nil, &apiError{status: 400, kind: "invalid_request_error", param: "text.format.name", msg: "Missing required parameter: 'text.format.name'."}
-			}
-			if !isJSONObject(f.Schema) {
-				return nil, nil, badRequest("text.format.schema: expected a JSON Schema object")
-			}
-			req.ResponseFormat = &llm.ResponseFormat{Name: f.Name, Description: f.Description, Schema: compactJSON(f.Schema), Strict: f.Strict != nil && *f.Strict}
-		default:
-			return nil, nil, badRequest("text.format.type: expected text, json_object or json_schema, got %q", f.Type)
+		if req.ResponseFormat, e = openAIResponseFormat(f, "text.format", "text.format"); e != nil {
+			return nil, nil, e
 		}
 	}
 	return req, &w, nil
@@ -309,34 +287,23 @@ func respInput(req *llm.Request, items []json.RawMessage) *apiError {
 			if _, dup := names[it.CallID]; dup {
 				return badRequest("%s.call_id: duplicate call_id %s", at, it.CallID)
 			}
-			var args string
-			_ = json.Unmarshal(it.Arguments, &args)
 			names[it.CallID] = it.Name
 			open = append(open, it.CallID)
-			last := lastAssistant(req, inAssistant)
-			if json.Valid([]byte(args)) {
-				last.ToolCalls = append(last.ToolCalls, llm.ToolCall{ID: it.CallID, Name: it.Name, Args: compactJSON([]byte(args))})
-			} else {
-				last.InvalidToolCalls = append(last.InvalidToolCalls, llm.InvalidToolCall{ID: it.CallID, Name: it.Name, Args: args, Error: "arguments are not valid JSON"})
-			}
+			addOpenAIToolCall(lastAssistant(req, inAssistant), it.CallID, it.Name, jsonString(it.Arguments))
 			inAssistant = true
 		case "function_call_output":
 			if it.CallID == "" {
-				return &apiError{status: 400, kind: "invalid_request_error", param: at + ".call_id", msg: "Missing required parameter: '" + at + ".call_id'."}
+				return missingParam(at + ".call_id")
 			}
 			if !slices.Contains(open, it.CallID) {
-				return &apiError{status: 400, kind: "invalid_request_error", param: "input", msg: fmt.Sprintf("No tool call found for function call output with call_id %s.", it.CallID)}
+				return paramError("input", "No tool call found for function call output with call_id %s.", it.CallID)
 			}
 			open = slices.DeleteFunc(open, func(s string) bool { return s == it.CallID })
 			answered = append(answered, it.CallID)
 			var blocks []llm.Block
 			switch jsonKind(it.Output) {
 			case "string":
-				var s string
-				_ = json.Unmarshal(it.Output, &s)
-				if s != "" {
-					blocks = []llm.Block{llm.TextBlock(s)}
-				}
+				blocks = stringBlocks(it.Output)
 			case "array":
 				var e *apiError
 				blocks, e = respContent(it.Output, at+".output", "user")
@@ -358,7 +325,7 @@ func respInput(req *llm.Request, items []json.RawMessage) *apiError {
 		leading = false
 	}
 	if len(open) > 0 {
-		return &apiError{status: 400, kind: "invalid_request_error", param: "input", msg: fmt.Sprintf("No tool output found for function call %s.", open[0])}
+		return paramError("input", "No tool output found for function call %s.", open[0])
 	}
 	return nil
 }
@@ -375,12 +342,7 @@ func lastAssistant(req *llm.Request, continuing bool) *llm.Message {
 func respContent(raw json.RawMessage, at, role string) ([]llm.Block, *apiError) {
 	switch jsonKind(raw) {
 	case "string":
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		if s == "" {
-			return nil, nil
-		}
-		return []llm.Block{llm.TextBlock(s)}, nil
+		return stringBlocks(raw), nil
 	case "array":
 		var parts []json.RawMessage
 		_ = json.Unmarshal(raw, &parts)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dageval/dageval/internal/fileutil"
 )
 
 // Format is a report format.
@@ -138,35 +140,9 @@ func WriteFiles(r *Run, formats []Format, dest string) ([]string, error) {
 		}
 	}
 	for i, p := range paths {
-		if err := writeFileAtomic(p, bufs[i].Bytes()); err != nil {
+		if err := fileutil.WriteFileAtomic(p, bufs[i].Bytes()); err != nil {
 			return paths[:i], err
 		}
 	}
 	return paths, nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
 }

@@ -50,6 +50,14 @@ type RoleUsage struct {
 	Grader llm.Usage `json:"grader"`
 }
 
+// Total sums the roles.
+func (u RoleUsage) Total() llm.Usage {
+	t := u.Agent
+	t.Add(u.Subagents)
+	t.Add(u.Grader)
+	return t
+}
+
 // Trajectory is one agent run's tool calls in order.
 type Trajectory struct {
 	// Agent is the run's agent path ("main", "main/task:researcher").

@@ -398,3 +398,23 @@ func TestRecordSubagentTranscripts(t *testing.T) {
 	assert.Equal(t, []string{"user:check the note", "assistant:<lint>", "tool:lint result for note", "assistant:looks fine"}, text(checker))
 	assert.Empty(t, rec.Trajectory.Messages, "the root's transcript is Record.Messages")
 }
+
+func TestRoleUsageTotal(t *testing.T) {
+	tests := []struct {
+		name string
+		u    rubrics.RoleUsage
+		want llm.Usage
+	}{
+		{"zero", rubrics.RoleUsage{}, llm.Usage{}},
+		{"every role", rubrics.RoleUsage{
+			Agent:     llm.Usage{InputTokens: 100, OutputTokens: 20, CacheReadTokens: 50},
+			Subagents: llm.Usage{InputTokens: 30, OutputTokens: 5, CacheWriteTokens: 7},
+			Grader:    llm.Usage{InputTokens: 9, OutputTokens: 1},
+		}, llm.Usage{InputTokens: 139, OutputTokens: 26, CacheReadTokens: 50, CacheWriteTokens: 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.u.Total())
+		})
+	}
+}

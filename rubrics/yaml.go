@@ -3,65 +3,29 @@ package rubrics
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // FieldError is a problem in a YAML document, located by file, line, column
-// and key path (for example "criteria[1].weight"). It has the shape and
-// message format of the project's other YAML errors: "file:line:col: key: msg".
-type FieldError struct {
-	File   string
-	Line   int
-	Column int
-	Key    string
-	Msg    string
-}
-
-func (e *FieldError) Error() string {
-	var sb strings.Builder
-	if e.File != "" {
-		sb.WriteString(e.File)
-	}
-	if e.Line > 0 {
-		if sb.Len() > 0 {
-			sb.WriteByte(':')
-		}
-		fmt.Fprintf(&sb, "%d:%d", e.Line, e.Column)
-	}
-	if sb.Len() > 0 {
-		sb.WriteString(": ")
-	}
-	if e.Key != "" {
-		sb.WriteString(e.Key)
-		sb.WriteString(": ")
-	}
-	sb.WriteString(e.Msg)
-	return sb.String()
-}
+// and key path (for example "criteria[1].weight"). It is the project's YAML
+// error, so its message reads like the others: "file:line:col: key: msg".
+type FieldError = yamlx.Error
 
 // ParseYAML parses a single-document YAML source into its root node, with
 // syntax errors reported as *FieldError. An empty document is an error.
 func ParseYAML(file string, src []byte) (ast.Node, error) {
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
-		var ye yaml.Error
-		if errors.As(err, &ye) {
-			fe := &FieldError{File: file, Msg: ye.GetMessage()}
-			if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-				fe.Line, fe.Column = tk.Position.Line, tk.Position.Column
-			}
-			return nil, fe
-		}
-		return nil, &FieldError{File: file, Msg: err.Error()}
+		return nil, yamlx.FromError(file, err)
 	}
 	var docs []ast.Node
 	for _, d := range f.Docs {
@@ -97,11 +61,7 @@ func position(n ast.Node) (line, col int) {
 	case *ast.MappingValueNode:
 		return position(m.Key)
 	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil {
-		return 0, 0
-	}
-	return tk.Position.Line, tk.Position.Column
+	return yamlx.Position(n)
 }
 
 // decoder turns YAML nodes into our types, strictly: unknown keys and wrong

@@ -5,10 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/dageval/dageval/internal/fileutil"
 	"github.com/dageval/dageval/reports"
 )
 
@@ -129,7 +128,7 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *out != "" {
-		if err := writeAtomic(*out, buf.Bytes()); err != nil {
+		if err := fileutil.WriteFileAtomic(*out, buf.Bytes()); err != nil {
 			return &exitError{code: exitBad, msg: err.Error()}
 		}
 	} else if _, err := e.stdout.Write(buf.Bytes()); err != nil {
@@ -145,30 +144,4 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	default:
 		return &exitError{code: exitBad, msg: v.Reason}
 	}
-}
-
-// writeAtomic writes a file through a temporary file and a rename.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-	}
-	return werr
 }

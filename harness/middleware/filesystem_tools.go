@@ -147,6 +147,21 @@ func deniedText(op Operation, p string) string {
 	return fmt.Sprintf("Error: permission denied for %s on %s", op, p)
 }
 
+// allowedPath validates a path argument and checks that the permissions
+// allow op on it; a non-nil result is the error to answer with instead.
+func (m *Filesystem) allowedPath(path string, op Operation) (string, *tool.Result) {
+	p, err := backend.ValidatePath(path)
+	if err != nil {
+		r := tool.Errorf("%s", errText(err))
+		return "", &r
+	}
+	if m.perms.Check(op, p) == Deny {
+		r := tool.Errorf("%s", deniedText(op, p))
+		return "", &r
+	}
+	return p, nil
+}
+
 // readable drops paths the permissions deny reading.
 func (m *Filesystem) readable(paths []string) []string {
 	if m.perms.Empty() {
@@ -175,12 +190,9 @@ func (m *Filesystem) ls(ctx context.Context, raw json.RawMessage) (tool.Result, 
 	if r := decode(ToolLs, raw, &a); r != nil {
 		return *r, nil
 	}
-	p, err := backend.ValidatePath(a.Path)
-	if err != nil {
-		return tool.Errorf("%s", errText(err)), nil
-	}
-	if m.perms.Check(OpRead, p) == Deny {
-		return tool.Errorf("%s", deniedText(OpRead, p)), nil
+	p, r := m.allowedPath(a.Path, OpRead)
+	if r != nil {
+		return *r, nil
 	}
 	entries, err := m.b.Ls(ctx, p)
 	if err != nil {
@@ -206,12 +218,9 @@ func (m *Filesystem) readFile(ctx context.Context, raw json.RawMessage) (tool.Re
 	if a.Limit != nil {
 		limit = *a.Limit
 	}
-	p, err := backend.ValidatePath(a.FilePath)
-	if err != nil {
-		return tool.Errorf("%s", errText(err)), nil
-	}
-	if m.perms.Check(OpRead, p) == Deny {
-		return tool.Errorf("%s", deniedText(OpRead, p)), nil
+	p, r := m.allowedPath(a.FilePath, OpRead)
+	if r != nil {
+		return *r, nil
 	}
 	res, err := m.b.Read(ctx, p, a.Offset, limit)
 	if err != nil {
@@ -303,12 +312,9 @@ func (m *Filesystem) writeFile(ctx context.Context, raw json.RawMessage) (tool.R
 	if r := decode(ToolWriteFile, raw, &a); r != nil {
 		return *r, nil
 	}
-	p, err := backend.ValidatePath(a.FilePath)
-	if err != nil {
-		return tool.Errorf("%s", errText(err)), nil
-	}
-	if m.perms.Check(OpWrite, p) == Deny {
-		return tool.Errorf("%s", deniedText(OpWrite, p)), nil
+	p, r := m.allowedPath(a.FilePath, OpWrite)
+	if r != nil {
+		return *r, nil
 	}
 	if err := m.b.Write(ctx, p, a.Content); err != nil {
 		return toolErr(ctx, err)
@@ -326,12 +332,9 @@ func (m *Filesystem) editFile(ctx context.Context, raw json.RawMessage) (tool.Re
 	if r := decode(ToolEditFile, raw, &a); r != nil {
 		return *r, nil
 	}
-	p, err := backend.ValidatePath(a.FilePath)
-	if err != nil {
-		return tool.Errorf("%s", errText(err)), nil
-	}
-	if m.perms.Check(OpWrite, p) == Deny {
-		return tool.Errorf("%s", deniedText(OpWrite, p)), nil
+	p, r := m.allowedPath(a.FilePath, OpWrite)
+	if r != nil {
+		return *r, nil
 	}
 	n, err := m.b.Edit(ctx, backend.EditRequest{Path: p, Old: a.OldString, New: a.NewString, ReplaceAll: a.ReplaceAll})
 	if err != nil {
@@ -454,12 +457,9 @@ func (m *Filesystem) grep(ctx context.Context, raw json.RawMessage) (tool.Result
 	}
 	req := backend.GrepRequest{Pattern: a.Pattern, MaxCount: m.grepMax}
 	if a.Path != nil {
-		p, err := backend.ValidatePath(*a.Path)
-		if err != nil {
-			return tool.Errorf("%s", errText(err)), nil
-		}
-		if m.perms.Check(OpRead, p) == Deny {
-			return tool.Errorf("%s", deniedText(OpRead, p)), nil
+		p, r := m.allowedPath(*a.Path, OpRead)
+		if r != nil {
+			return *r, nil
 		}
 		req.Path = p
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // Config is the serialisable part of a harness profile, with exactly the keys
@@ -215,28 +217,7 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-	}
-	if e.Line > 0 {
-		if b.Len() > 0 {
-			b.WriteByte(':')
-		}
-		fmt.Fprintf(&b, "%d", e.Line)
-		if e.Column > 0 {
-			fmt.Fprintf(&b, ":%d", e.Column)
-		}
-	}
-	if b.Len() > 0 {
-		b.WriteString(": ")
-	}
-	if e.Key != "" {
-		b.WriteString(e.Key)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Err.Error())
-	return b.String()
+	return (&yamlx.Error{File: e.File, Line: e.Line, Column: e.Column, Key: e.Key, Msg: e.Err.Error()}).Error()
 }
 
 // Unwrap returns the underlying error (for errors.Is with the sentinels).

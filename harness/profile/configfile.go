@@ -8,7 +8,8 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
+
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // LoadConfigFile reads a profile file, YAML or JSON (JSON is read as the
@@ -27,18 +28,8 @@ func LoadConfigFile(path string) (*Config, error) {
 func ParseConfig(file string, data []byte) (*Config, error) {
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		ce := &ConfigError{File: file, Err: fmt.Errorf("%w: %v", errConfigSyntax, err)}
-		var se interface {
-			GetToken() *token.Token
-			GetMessage() string
-		}
-		if errors.As(err, &se) {
-			ce.Err = fmt.Errorf("%w: %s", errConfigSyntax, se.GetMessage())
-			if tk := se.GetToken(); tk != nil && tk.Position != nil {
-				ce.Line, ce.Column = tk.Position.Line, tk.Position.Column
-			}
-		}
-		return nil, ce
+		se := yamlx.FromError(file, err)
+		return nil, &ConfigError{File: file, Line: se.Line, Column: se.Column, Err: fmt.Errorf("%w: %s", errConfigSyntax, se.Msg)}
 	}
 	var body ast.Node
 	for _, doc := range f.Docs {
@@ -84,13 +75,8 @@ type decoder struct {
 }
 
 func (d *decoder) fail(n ast.Node, key string, err error) {
-	ce := &ConfigError{File: d.file, Key: key, Err: err}
-	if n != nil {
-		if tk := n.GetToken(); tk != nil && tk.Position != nil {
-			ce.Line, ce.Column = tk.Position.Line, tk.Position.Column
-		}
-	}
-	d.errs = append(d.errs, ce)
+	line, col := yamlx.Position(n)
+	d.errs = append(d.errs, &ConfigError{File: d.file, Line: line, Column: col, Key: key, Err: err})
 }
 
 func (d *decoder) err() error { return errors.Join(d.errs...) }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dageval/dageval/harness/llm"
@@ -272,3 +273,30 @@ func (c Config) GoString() string { return "provider.Config{" + c.String() + "}"
 // keeps; an agent's tool set is far smaller, and a model fed ever-new
 // schemas converts the rest on each call instead of growing without limit.
 const MaxCachedSchemas = 256
+
+// CachedSchema returns the conversion of a tool's raw schema kept in cache
+// (guarded by mu), converting it on a miss and keeping the result while the
+// cache holds fewer than MaxCachedSchemas entries. Failed conversions are
+// not kept. Agents send the same tools on every turn, so adapters convert
+// each schema once per model instead of once per call.
+func CachedSchema[T any](mu *sync.RWMutex, cache *map[string]T, raw []byte, convert func() (T, error)) (T, error) {
+	mu.RLock()
+	v, ok := (*cache)[string(raw)]
+	mu.RUnlock()
+	if ok {
+		return v, nil
+	}
+	v, err := convert()
+	if err != nil {
+		return v, err
+	}
+	mu.Lock()
+	if *cache == nil {
+		*cache = map[string]T{}
+	}
+	if len(*cache) < MaxCachedSchemas {
+		(*cache)[string(raw)] = v
+	}
+	mu.Unlock()
+	return v, nil
+}

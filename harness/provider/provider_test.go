@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -413,4 +414,104 @@ func TestBackoffGrowsToItsLimit(t *testing.T) {
 	}
 	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 5 * time.Second, 5 * time.Second}, got)
 	assert.Equal(t, provider.DefaultInitialBackoff, provider.RetryPolicy{}.Backoff(1))
+}
+
+// streamAttempt is one scripted streaming attempt: the chunks it emits,
+// then its outcome.
+type streamAttempt struct {
+	chunks []string
+	err    error
+}
+
+func TestDoStream(t *testing.T) {
+	overloaded := &llm.Error{Kind: llm.ErrOverloaded}
+	tests := []struct {
+		name     string
+		attempts []streamAttempt
+		stopAt   int // the consumer stops after this many chunks (0: never)
+		want     []string
+		wantErr  error
+		calls    int
+	}{
+		{"first attempt answers", []streamAttempt{{chunks: []string{"a", "b"}}}, 0, []string{"a", "b", "final"}, nil, 1},
+		{"failure before the first chunk is retried", []streamAttempt{{err: overloaded}, {chunks: []string{"a"}}}, 0, []string{"a", "final"}, nil, 2},
+		{"failure after a chunk ends the stream", []streamAttempt{{chunks: []string{"a"}, err: overloaded}, {chunks: []string{"never"}}}, 0, []string{"a"}, overloaded, 1},
+		{"attempts run out", []streamAttempt{{err: overloaded}, {err: overloaded}, {err: overloaded}}, 0, nil, overloaded, 3},
+		{"consumer stops", []streamAttempt{{chunks: []string{"a", "b", "c"}}}, 1, []string{"a"}, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := provider.Config{Retry: provider.RetryPolicy{MaxAttempts: 3, Sleep: func(context.Context, time.Duration) error { return nil }}}
+			calls := 0
+			stream := func(yield func(llm.Chunk, error) bool) {
+				provider.DoStream(context.Background(), c, yield, func(ctx context.Context, emit func(llm.Chunk) bool) (*llm.Response, error) {
+					_, hasDeadline := ctx.Deadline()
+					assert.True(t, hasDeadline, "every attempt runs under the timeout")
+					a := tt.attempts[calls]
+					calls++
+					for _, s := range a.chunks {
+						if !emit(llm.Chunk{TextDelta: s}) {
+							return nil, nil
+						}
+					}
+					if a.err != nil {
+						return nil, a.err
+					}
+					return &llm.Response{Message: llm.Assistant("final")}, nil
+				})
+			}
+			var got []string
+			var gotErr error
+			for ch, err := range stream {
+				if err != nil {
+					gotErr = err
+					continue
+				}
+				if ch.Response != nil {
+					got = append(got, ch.Response.Message.Text())
+				} else {
+					got = append(got, ch.TextDelta)
+				}
+				if tt.stopAt > 0 && len(got) == tt.stopAt {
+					break
+				}
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.wantErr, gotErr)
+			assert.Equal(t, tt.calls, calls)
+		})
+	}
+}
+
+func TestCachedSchema(t *testing.T) {
+	var mu sync.RWMutex
+	var cache map[string]int
+	conversions := 0
+	convert := func(raw string) func() (int, error) {
+		return func() (int, error) {
+			conversions++
+			if raw == "bad" {
+				return 0, errors.New("not a schema")
+			}
+			return len(raw), nil
+		}
+	}
+	for range 2 {
+		v, err := provider.CachedSchema(&mu, &cache, []byte("abc"), convert("abc"))
+		require.NoError(t, err)
+		assert.Equal(t, 3, v)
+	}
+	assert.Equal(t, 1, conversions, "a kept conversion is reused")
+
+	_, err := provider.CachedSchema(&mu, &cache, []byte("bad"), convert("bad"))
+	require.Error(t, err)
+	assert.NotContains(t, cache, "bad", "failures are not kept")
+
+	for i := range provider.MaxCachedSchemas + 5 {
+		raw := fmt.Sprintf("s%d", i)
+		v, err := provider.CachedSchema(&mu, &cache, []byte(raw), convert(raw))
+		require.NoError(t, err)
+		assert.Equal(t, len(raw), v, "conversions beyond the bound are still returned")
+	}
+	assert.Len(t, cache, provider.MaxCachedSchemas)
 }

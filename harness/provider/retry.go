@@ -185,3 +185,35 @@ func Do[T any](ctx context.Context, c Config, call func(ctx context.Context) (T,
 		}
 	}
 }
+
+// DoStream runs a streaming call under c's timeout and retry policy,
+// handing yield every chunk an attempt emits and then a final chunk that
+// holds the whole response. A failure before the first chunk is retried;
+// after it the error ends the stream, and so does yield returning false.
+// attempt must return at once when emit returns false.
+func DoStream(ctx context.Context, c Config, yield func(llm.Chunk, error) bool, attempt func(ctx context.Context, emit func(llm.Chunk) bool) (*llm.Response, error)) {
+	r := c.NewRetrier()
+	defer r.Done()
+	for {
+		actx := r.Begin(ctx)
+		yielded, stopped := false, false
+		resp, err := attempt(actx, func(ch llm.Chunk) bool {
+			yielded = true
+			stopped = !yield(ch, nil)
+			return !stopped
+		})
+		if stopped {
+			return
+		}
+		if err == nil {
+			r.Done()
+			yield(llm.Chunk{Response: resp}, nil)
+			return
+		}
+		again, err := r.End(ctx, err, !yielded)
+		if !again {
+			yield(llm.Chunk{}, err)
+			return
+		}
+	}
+}

@@ -24,15 +24,27 @@ type Error struct {
 	Msg string
 }
 
+// Error renders "file:line:col: key: msg", leaving out what is unknown: an
+// empty file or key, a zero line or column.
 func (e *Error) Error() string {
 	var sb strings.Builder
 	sb.WriteString(e.File)
 	if e.Line > 0 {
-		fmt.Fprintf(&sb, ":%d:%d", e.Line, e.Column)
+		if sb.Len() > 0 {
+			sb.WriteByte(':')
+		}
+		sb.WriteString(strconv.Itoa(e.Line))
+		if e.Column > 0 {
+			sb.WriteByte(':')
+			sb.WriteString(strconv.Itoa(e.Column))
+		}
 	}
-	sb.WriteString(": ")
+	if sb.Len() > 0 {
+		sb.WriteString(": ")
+	}
 	if e.Key != "" {
-		sb.WriteString(e.Key + ": ")
+		sb.WriteString(e.Key)
+		sb.WriteString(": ")
 	}
 	sb.WriteString(e.Msg)
 	return sb.String()
@@ -75,6 +87,12 @@ func Parse(file string, data []byte) (*Doc, error) {
 		d.index(d.Root, "")
 	}
 	return d, nil
+}
+
+// Position is the line and column of a node's token (0, 0 when it has none).
+func Position(n ast.Node) (line, col int) {
+	p := pos(n)
+	return p.Line, p.Column
 }
 
 func pos(n ast.Node) *token.Position {
@@ -212,8 +230,12 @@ func (d *Doc) At(n ast.Node, format string, args ...any) *Error {
 	return &Error{File: d.File, Line: p.Line, Column: p.Column, Key: d.byPos[[2]int{p.Line, p.Column}], Msg: fmt.Sprintf(format, args...)}
 }
 
+// FromError turns an error from go-yaml's parser or decoder into an *Error
+// at the token it names; an error that names none keeps its text.
+func FromError(file string, err error) *Error { return wrap(file, err, nil) }
+
 // wrap turns a go-yaml error into an *Error.
-func wrap(file string, err error, d *Doc) error {
+func wrap(file string, err error, d *Doc) *Error {
 	var own *Error
 	if errors.As(err, &own) {
 		if own.File == "" {

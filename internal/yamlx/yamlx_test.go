@@ -1,9 +1,11 @@
 package yamlx
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,4 +65,46 @@ func TestErrorfFindsKeys(t *testing.T) {
 	assert.True(t, d.Has("items[1].count"))
 	assert.False(t, d.Has("items[0].count"))
 	assert.NotNil(t, d.Node("items[1].name"))
+}
+
+func TestErrorFormat(t *testing.T) {
+	tests := []struct {
+		name string
+		err  Error
+		want string
+	}{
+		{"everything", Error{File: "s.yaml", Line: 3, Column: 7, Key: "cases[0].id", Msg: "bad"}, "s.yaml:3:7: cases[0].id: bad"},
+		{"no key", Error{File: "s.yaml", Line: 3, Column: 7, Msg: "bad"}, "s.yaml:3:7: bad"},
+		{"no position", Error{File: "s.yaml", Key: "id", Msg: "bad"}, "s.yaml: id: bad"},
+		{"line without column", Error{File: "s.yaml", Line: 3, Msg: "bad"}, "s.yaml:3: bad"},
+		{"no file", Error{Line: 3, Column: 7, Key: "id", Msg: "bad"}, "3:7: id: bad"},
+		{"message only", Error{Msg: "bad"}, "bad"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.err.Error())
+		})
+	}
+}
+
+func TestFromError(t *testing.T) {
+	_, perr := parser.ParseBytes([]byte("a: [1\nb: 2\n"), 0)
+	require.Error(t, perr)
+	e := FromError("s.yaml", perr)
+	assert.Equal(t, "s.yaml", e.File)
+	assert.Positive(t, e.Line)
+	assert.Positive(t, e.Column)
+	assert.NotContains(t, e.Msg, "s.yaml", "the message is go-yaml's, without a position of its own")
+
+	plain := FromError("s.yaml", errors.New("disk on fire"))
+	assert.Equal(t, "s.yaml: disk on fire", plain.Error())
+}
+
+func TestPosition(t *testing.T) {
+	d, err := Parse("s.yaml", []byte("title: x\nitems:\n  - name: a\n"))
+	require.NoError(t, err)
+	l, c := Position(d.Node("items[0].name"))
+	assert.Equal(t, [2]int{3, 11}, [2]int{l, c})
+	l, c = Position(nil)
+	assert.Equal(t, [2]int{0, 0}, [2]int{l, c})
 }

@@ -135,32 +135,9 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 			yield(llm.Chunk{}, err)
 			return
 		}
-		r := m.cfg.NewRetrier()
-		defer r.Done()
-		for {
-			actx := r.Begin(ctx)
-			yielded, stopped := false, false
-			resp, err := m.streamOnce(actx, params, func(c llm.Chunk) bool {
-				yielded = true
-				if !yield(c, nil) {
-					stopped = true
-				}
-				return !stopped
-			})
-			if stopped {
-				return
-			}
-			if err == nil {
-				r.Done()
-				yield(llm.Chunk{Response: resp}, nil)
-				return
-			}
-			again, err := r.End(ctx, err, !yielded)
-			if !again {
-				yield(llm.Chunk{}, err)
-				return
-			}
-		}
+		provider.DoStream(ctx, m.cfg, yield, func(ctx context.Context, emit func(llm.Chunk) bool) (*llm.Response, error) {
+			return m.streamOnce(ctx, params, emit)
+		})
 	}
 }
 

@@ -1,7 +1,6 @@
 package anthropic_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -9,6 +8,7 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/anthropic"
+	"github.com/dageval/dageval/harness/provider/internal/providertest"
 	"github.com/dageval/dageval/harness/provider/internal/recorded"
 )
 
@@ -34,10 +34,7 @@ func benchRequest() *llm.Request {
 
 func benchModel(b *testing.B, name string, index int) *anthropic.Model {
 	b.Helper()
-	c, err := recorded.Load(name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := recorded.MustLoad(b, name)
 	m, err := anthropic.New(provider.Config{Model: "claude-haiku-4-5", BaseURL: "http://bench.invalid", Replay: true,
 		HTTPClient: &http.Client{Transport: c.Interactions[index].Answer()}})
 	if err != nil {
@@ -49,26 +46,10 @@ func benchModel(b *testing.B, name string, index int) *anthropic.Model {
 // BenchmarkGenerate measures one call's request conversion, SDK encoding
 // and response parsing, with the HTTP answer served from memory.
 func BenchmarkGenerate(b *testing.B) {
-	m := benchModel(b, "test_anthropic/test_multiple_parallel_tool_calls.yaml", 0)
-	req := benchRequest()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.Generate(context.Background(), req); err != nil {
-			b.Fatal(err)
-		}
-	}
+	providertest.BenchGenerate(b, benchModel(b, "test_anthropic/test_multiple_parallel_tool_calls.yaml", 0), benchRequest())
 }
 
 // BenchmarkStream measures the same for a 100-event SSE answer.
 func BenchmarkStream(b *testing.B) {
-	m := benchModel(b, "test_anthropic/test_anthropic_model_thinking_part_stream.yaml", 0)
-	req := benchRequest()
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, err := range m.Stream(context.Background(), req) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	providertest.BenchStream(b, benchModel(b, "test_anthropic/test_anthropic_model_thinking_part_stream.yaml", 0), benchRequest())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/anthropic"
+	"github.com/dageval/dageval/harness/provider/internal/providertest"
 	"github.com/dageval/dageval/harness/provider/internal/recorded"
 )
 
@@ -31,15 +32,7 @@ func TestDecodeAnswerReadsEveryRecording(t *testing.T) {
 			// The same answer through a loopback server and Generate or Stream.
 			srv := recorded.Serve(t, &recorded.Cassette{Name: name, Interactions: c.Interactions[i : i+1]})
 			m := replayModel(t, srv.BaseURL(), "claude-sonnet-4-5")
-			var wire *llm.Response
-			if c.Interactions[i].Streamed() {
-				s := collect(t, m, userRequest("hi"))
-				require.NoError(t, s.err, label)
-				wire = s.final
-			} else {
-				wire, err = m.Generate(context.Background(), userRequest("hi"))
-				require.NoError(t, err, label)
-			}
+			wire := providertest.Answer(t, m, c.Interactions[i].Streamed(), label)
 			assert.Equal(t, wire, got, label)
 		}
 	}

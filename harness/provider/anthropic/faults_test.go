@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -25,54 +23,6 @@ import (
 const canary = "sk-ant-canary-7f3a9c1e5b"
 
 const okMessage = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-6","content":[{"type":"text","text":"fine"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":1,"cache_read_input_tokens":3,"cache_creation_input_tokens":2}}`
-
-// script is a loopback server answering request n with steps[n].
-type script struct {
-	*httptest.Server
-	mu     sync.Mutex
-	steps  []http.HandlerFunc
-	n      int
-	header []http.Header
-}
-
-func newScript(t *testing.T, steps ...http.HandlerFunc) *script {
-	s := &script{steps: steps}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		i := s.n
-		s.n++
-		s.header = append(s.header, r.Header.Clone())
-		s.mu.Unlock()
-		if i >= len(s.steps) {
-			t.Errorf("unexpected request %d", i)
-			http.Error(w, "unexpected", http.StatusTeapot)
-			return
-		}
-		s.steps[i](w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *script) requests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n
-}
-
-func reply(status int, header map[string]string, body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for k, v := range header {
-			w.Header().Set(k, v)
-		}
-		if w.Header().Get("Content-Type") == "" {
-			w.Header().Set("Content-Type", "application/json")
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
 
 func apiError(typ, msg string) string {
 	return fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":%q},"request_id":"req_body"}`, typ, msg)
@@ -109,8 +59,9 @@ func TestRateLimitIsRetriedAfterTheServersWait(t *testing.T) {
 	assert.Equal(t, "fine", resp.Message.Text())
 	assert.Equal(t, llm.Usage{InputTokens: 5, OutputTokens: 1, CacheReadTokens: 3, CacheWriteTokens: 2}, resp.Usage)
 	assert.Equal(t, []time.Duration{2 * time.Second}, h.waits, "the retry-after header sets the wait")
-	assert.Equal(t, 2, s.requests())
-	for _, hd := range s.header {
+	assert.Equal(t, 2, s.Count())
+	for _, r := range s.Requests() {
+		hd := r.Header
 		assert.Equal(t, "Bearer "+canary, hd.Get("Authorization"), "v2 sends the key as a bearer token")
 		assert.Equal(t, "2026-10-21", hd.Get("Anthropic-Version"))
 	}
@@ -144,7 +95,7 @@ func TestOverloadedUntilAttemptsRunOut(t *testing.T) {
 	assert.Equal(t, "req_529", e.RequestID)
 	assert.Equal(t, "anthropic", e.Provider)
 	assert.Equal(t, "anthropic: overloaded (HTTP 529, overloaded_error, request req_529): Overloaded", e.Error())
-	assert.Equal(t, 3, s.requests())
+	assert.Equal(t, 3, s.Count())
 	assert.Len(t, h.waits, 2)
 }
 
@@ -153,8 +104,8 @@ func TestReplayNeverRetries(t *testing.T) {
 	var h harness
 	_, err := h.model(t, s.URL, func(c *provider.Config) { c.Replay = true; c.APIKey = "" }).Generate(context.Background(), userRequest("hi"))
 	assert.ErrorIs(t, err, llm.ErrOverloaded)
-	assert.Equal(t, 1, s.requests())
-	assert.Empty(t, s.header[0].Get("Authorization"))
+	assert.Equal(t, 1, s.Count())
+	assert.Empty(t, s.Requests()[0].Header.Get("Authorization"))
 }
 
 func TestNonRetryableFailures(t *testing.T) {
@@ -175,7 +126,7 @@ func TestNonRetryableFailures(t *testing.T) {
 			_, err := h.model(t, s.URL).Generate(context.Background(), userRequest("hi"))
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tt.kind, err.Error())
-			assert.Equal(t, 1, s.requests())
+			assert.Equal(t, 1, s.Count())
 			assert.NotContains(t, err.Error(), canary)
 			assert.Empty(t, h.waits)
 		})
@@ -192,7 +143,7 @@ func TestMissingKeyFailsBeforeAnyRequest(t *testing.T) {
 	for _, err := range m.Stream(context.Background(), userRequest("hi")) {
 		assert.True(t, llm.IsAuthentication(err))
 	}
-	assert.Zero(t, s.requests())
+	assert.Zero(t, s.Count())
 }
 
 func TestTimeoutIsClassifiedAndRetried(t *testing.T) {
@@ -217,17 +168,6 @@ func TestTimeoutIsClassifiedAndRetried(t *testing.T) {
 	assert.True(t, llm.IsTimeout(err), err.Error())
 }
 
-// sse writes events, flushing after each.
-func sse(events ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, e := range events {
-			_, _ = io.WriteString(w, e)
-			w.(http.Flusher).Flush()
-		}
-	}
-}
-
 const (
 	evStart     = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_s\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-6\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n"
 	evTextStart = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
@@ -244,29 +184,29 @@ func TestTruncatedStream(t *testing.T) {
 	s := newScript(t, sse(evStart, evTextStart, evHello))
 	var h harness
 	got := collect(t, h.model(t, s.URL), userRequest("hi"))
-	require.Error(t, got.err)
-	assert.ErrorIs(t, got.err, llm.ErrConnection)
-	assert.Contains(t, got.err.Error(), "ended before message_stop")
-	assert.Len(t, got.chunks, 1)
-	assert.Nil(t, got.final)
-	assert.Equal(t, 1, s.requests())
+	require.Error(t, got.Err)
+	assert.ErrorIs(t, got.Err, llm.ErrConnection)
+	assert.Contains(t, got.Err.Error(), "ended before message_stop")
+	assert.Len(t, got.Chunks, 1)
+	assert.Nil(t, got.Final)
+	assert.Equal(t, 1, s.Count())
 
 	// Cut off before any chunk: retried, and the second stream completes.
 	s = newScript(t, sse(evStart), sse(evStart, evTextStart, evHello, evWorld, evTextStop, evDelta, evStop))
 	got = collect(t, h.model(t, s.URL), userRequest("hi"))
-	require.NoError(t, got.err)
-	assert.Equal(t, "Hello world", got.final.Message.Text())
-	assert.Equal(t, llm.Usage{InputTokens: 7, OutputTokens: 2}, got.final.Usage)
-	assert.Equal(t, 2, s.requests())
+	require.NoError(t, got.Err)
+	assert.Equal(t, "Hello world", got.Final.Message.Text())
+	assert.Equal(t, llm.Usage{InputTokens: 7, OutputTokens: 2}, got.Final.Usage)
+	assert.Equal(t, 2, s.Count())
 }
 
 func TestErrorEventInsideTheStream(t *testing.T) {
 	s := newScript(t, sse(evStart, evOverload), sse(evStart, evOverload), sse(evStart, evOverload))
 	var h harness
 	got := collect(t, h.model(t, s.URL), userRequest("hi"))
-	require.Error(t, got.err)
-	assert.ErrorIs(t, got.err, llm.ErrOverloaded)
-	assert.Equal(t, 3, s.requests(), "nothing was delivered, so each attempt is retried")
+	require.Error(t, got.Err)
+	assert.ErrorIs(t, got.Err, llm.ErrOverloaded)
+	assert.Equal(t, 3, s.Count(), "nothing was delivered, so each attempt is retried")
 }
 
 // TestStreamDeliversChunksBeforeTheAnswerEnds holds the server in the middle
@@ -336,7 +276,7 @@ func TestStreamCancellation(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the request end")
 	}
-	assert.Equal(t, 1, s.requests())
+	assert.Equal(t, 1, s.Count())
 }
 
 func TestStoppingEarlyEndsTheStream(t *testing.T) {
@@ -362,7 +302,7 @@ func TestEnvironmentDoesNotLeakIntoTheClient(t *testing.T) {
 	require.NoError(t, err)
 	_, err = m.Generate(context.Background(), userRequest("hi"))
 	require.NoError(t, err)
-	hd := s.header[0]
+	hd := s.Requests()[0].Header
 	assert.Empty(t, hd.Get("Authorization"))
 	assert.Empty(t, hd.Get("X-Api-Key"))
 	assert.Empty(t, hd.Get("X-Leak"))

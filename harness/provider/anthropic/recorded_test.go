@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -113,10 +111,6 @@ func checkTurn(t *testing.T, label string, want turn, got *llm.Response) {
 	assert.Equal(t, llm.RoleAssistant, got.Message.Role, label)
 }
 
-func userRequest(text string) *llm.Request {
-	return &llm.Request{Messages: []llm.Message{llm.User(text)}}
-}
-
 // TestEveryAnthropicRecordingParses replays each recorded answer through the
 // real adapter: non-streamed ones through Generate, streamed ones through Stream.
 func TestEveryAnthropicRecordingParses(t *testing.T) {
@@ -130,7 +124,7 @@ func TestEveryAnthropicRecordingParses(t *testing.T) {
 				label := fmt.Sprintf("%s #%d", name, i)
 				var got *llm.Response
 				if c.Interactions[i].Streamed() {
-					got = collect(t, m, userRequest("hi")).final
+					got = collect(t, m, userRequest("hi")).Final
 				} else {
 					var err error
 					got, err = m.Generate(context.Background(), userRequest("hi"))
@@ -143,44 +137,22 @@ func TestEveryAnthropicRecordingParses(t *testing.T) {
 	}
 }
 
-type streamed struct {
-	chunks []llm.Chunk
-	final  *llm.Response
-	err    error
-}
-
-func collect(t *testing.T, m llm.StreamingModel, req *llm.Request) streamed {
-	t.Helper()
-	var s streamed
-	for c, err := range m.Stream(context.Background(), req) {
-		if err != nil {
-			s.err = err
-			break
-		}
-		s.chunks = append(s.chunks, c)
-		if c.Response != nil {
-			s.final = c.Response
-		}
-	}
-	return s
-}
-
 func TestThinkingStreamDeltasAddUpToTheFinalResponse(t *testing.T) {
 	c := recorded.MustLoad(t, "test_anthropic/test_anthropic_model_thinking_part_stream.yaml")
 	srv := recorded.Serve(t, c)
 	m := replayModel(t, srv.BaseURL(), "claude-sonnet-4-0")
 	s := collect(t, m, &llm.Request{Messages: []llm.Message{llm.User("How do I cross the street?")}, Thinking: &llm.Thinking{BudgetTokens: 1024}})
-	require.NoError(t, s.err)
-	require.NotNil(t, s.final)
+	require.NoError(t, s.Err)
+	require.NotNil(t, s.Final)
 	var text, thinking strings.Builder
-	for _, ch := range s.chunks[:len(s.chunks)-1] {
+	for _, ch := range s.Chunks[:len(s.Chunks)-1] {
 		assert.Nil(t, ch.Response, "only the last chunk carries the response")
 		text.WriteString(ch.TextDelta)
 		thinking.WriteString(ch.ThinkingDelta)
 	}
-	assert.Greater(t, len(s.chunks), 50, "the recording has 100 deltas")
-	assert.Equal(t, s.final.Message.Text(), text.String())
-	assert.Equal(t, s.final.Message.Content[0].Thinking, thinking.String())
+	assert.Greater(t, len(s.Chunks), 50, "the recording has 100 deltas")
+	assert.Equal(t, s.Final.Message.Text(), text.String())
+	assert.Equal(t, s.Final.Message.Content[0].Thinking, thinking.String())
 	assert.True(t, strings.HasSuffix(text.String(), "Always prioritize safety over speed when crossing streets."))
 	assert.Equal(t, "This is a straightforward question about pedestrian safety. I should provide clear, helpful advice about how to safely cross a street. This is basic safety information that could help prevent accidents.", thinking.String())
 
@@ -208,30 +180,11 @@ func TestStreamedAndWholeAnswersAreEqual(t *testing.T) {
 			g, err := m.Generate(context.Background(), userRequest("hi"))
 			require.NoError(t, err, label)
 			s := collect(t, m, userRequest("hi"))
-			require.NoError(t, s.err, label)
-			assert.Equal(t, g, s.final, label)
-			assert.Greater(t, len(s.chunks), 1, label)
+			require.NoError(t, s.Err, label)
+			assert.Equal(t, g, s.Final, label)
+			assert.Greater(t, len(s.Chunks), 1, label)
 		}
 	}
-}
-
-// fixedServer answers streaming requests with sse and others with whole.
-func fixedServer(t *testing.T, whole, sse []byte) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Stream bool `json:"stream"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		if body.Stream {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = w.Write(sse)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(whole)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 // accumulate turns a recorded SSE body into the whole message JSON with the
@@ -319,13 +272,4 @@ func toSSE(t *testing.T, body []byte) []byte {
 	event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg["stop_reason"], "stop_sequence": nil}, "usage": map[string]any{"output_tokens": usage["output_tokens"]}})
 	event("message_stop", map[string]any{"type": "message_stop"})
 	return []byte(b.String())
-}
-
-func thirds(s string) []string {
-	r := []rune(s)
-	n := len(r)
-	if n < 3 {
-		return []string{s}
-	}
-	return []string{string(r[:n/3]), string(r[n/3 : 2*n/3]), string(r[2*n/3:])}
 }

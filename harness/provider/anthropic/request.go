@@ -314,22 +314,11 @@ func toolResult(m llm.Message) sdk.ContentBlockParamUnion {
 // turn, so each model keeps the converted input schemas; parsing them again
 // per call was a fifth of a replayed call's time.
 func (m *Model) toolParam(t llm.ToolSpec) (*sdk.ToolParam, error) {
-	m.schemaMu.RLock()
-	in, ok := m.schemas[string(t.Parameters)]
-	m.schemaMu.RUnlock()
-	if !ok {
-		var err error
-		if in, err = inputSchema(t.Parameters); err != nil {
-			return nil, fmt.Errorf("anthropic: tool %s: %w", t.Name, err)
-		}
-		m.schemaMu.Lock()
-		if m.schemas == nil {
-			m.schemas = map[string]sdk.ToolInputSchemaParam{}
-		}
-		if len(m.schemas) < provider.MaxCachedSchemas {
-			m.schemas[string(t.Parameters)] = in
-		}
-		m.schemaMu.Unlock()
+	in, err := provider.CachedSchema(&m.schemaMu, &m.schemas, t.Parameters, func() (sdk.ToolInputSchemaParam, error) {
+		return inputSchema(t.Parameters)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: tool %s: %w", t.Name, err)
 	}
 	tp := &sdk.ToolParam{Name: t.Name, InputSchema: in}
 	if t.Description != "" {

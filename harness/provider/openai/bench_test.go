@@ -1,13 +1,13 @@
 package openai_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/internal/providertest"
 	"github.com/dageval/dageval/harness/provider/internal/recorded"
 	"github.com/dageval/dageval/harness/provider/openai"
 )
@@ -30,10 +30,7 @@ func benchRequest() *llm.Request {
 
 func benchModel(b *testing.B, name string, index int, responses bool) *openai.Model {
 	b.Helper()
-	c, err := recorded.Load(name)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := recorded.MustLoad(b, name)
 	m, err := openai.New(provider.Config{Model: "gpt-4o-mini", BaseURL: "http://bench.invalid/v1", Replay: true, UseResponsesAPI: &responses,
 		HTTPClient: &http.Client{Transport: c.Interactions[index].Answer()}})
 	if err != nil {
@@ -42,37 +39,18 @@ func benchModel(b *testing.B, name string, index int, responses bool) *openai.Mo
 	return m
 }
 
-func benchGenerate(b *testing.B, m *openai.Model) {
-	req := benchRequest()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.Generate(context.Background(), req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkChatGenerate measures one Chat Completions call's conversion,
 // encoding and parsing, with the HTTP answer served from memory.
 func BenchmarkChatGenerate(b *testing.B) {
-	benchGenerate(b, benchModel(b, "test_openai/test_multiple_agent_tool_calls.yaml", 2, false))
+	providertest.BenchGenerate(b, benchModel(b, "test_openai/test_multiple_agent_tool_calls.yaml", 2, false), benchRequest())
 }
 
 // BenchmarkResponsesGenerate is the same through the Responses API.
 func BenchmarkResponsesGenerate(b *testing.B) {
-	benchGenerate(b, benchModel(b, "test_openai_responses/test_openai_responses_model_simple_response_with_tool_call.yaml", 0, true))
+	providertest.BenchGenerate(b, benchModel(b, "test_openai_responses/test_openai_responses_model_simple_response_with_tool_call.yaml", 0, true), benchRequest())
 }
 
 // BenchmarkChatStream measures a recorded 9-chunk SSE answer.
 func BenchmarkChatStream(b *testing.B) {
-	m := benchModel(b, "test_openai/test_run_stream_sync_streams_real_model.yaml", 0, false)
-	req := benchRequest()
-	b.ReportAllocs()
-	for b.Loop() {
-		for _, err := range m.Stream(context.Background(), req) {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	providertest.BenchStream(b, benchModel(b, "test_openai/test_run_stream_sync_streams_real_model.yaml", 0, false), benchRequest())
 }

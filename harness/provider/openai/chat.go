@@ -504,35 +504,23 @@ func compact(s string) json.RawMessage {
 // Only the top level is parsed, its values are sent as the caller wrote
 // them, and the map is never modified, so calls share it.
 func (m *Model) toolSchema(raw json.RawMessage) (map[string]any, error) {
-	m.schemaMu.RLock()
-	s, ok := m.schemas[string(raw)]
-	m.schemaMu.RUnlock()
-	if ok {
-		return s, nil
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		s = map[string]any{"type": "object", "properties": map[string]any{}}
-	} else {
+	return provider.CachedSchema(&m.schemaMu, &m.schemas, raw, func() (map[string]any, error) {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+		}
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil {
 			return nil, fmt.Errorf("schema is not a JSON object: %w", err)
 		}
-		if fields != nil {
-			s = make(map[string]any, len(fields))
-			for k, v := range fields {
-				s[k] = v
-			}
+		if fields == nil {
+			return nil, nil
 		}
-	}
-	m.schemaMu.Lock()
-	if m.schemas == nil {
-		m.schemas = map[string]map[string]any{}
-	}
-	if len(m.schemas) < provider.MaxCachedSchemas {
-		m.schemas[string(raw)] = s
-	}
-	m.schemaMu.Unlock()
-	return s, nil
+		s := make(map[string]any, len(fields))
+		for k, v := range fields {
+			s[k] = v
+		}
+		return s, nil
+	})
 }
 
 // schemaMap parses a JSON Schema document describing an object.

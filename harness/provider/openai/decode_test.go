@@ -13,6 +13,7 @@ import (
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/internal/providertest"
 	"github.com/dageval/dageval/harness/provider/internal/recorded"
 	"github.com/dageval/dageval/harness/provider/openai"
 )
@@ -47,15 +48,7 @@ func TestDecodeAnswersReadEveryRecording(t *testing.T) {
 			one := &recorded.Cassette{Name: name, Interactions: c.Interactions[i : i+1]}
 			srv := recorded.Serve(t, one)
 			m := modelFor(t, one, srv.BaseURL())
-			var wire *llm.Response
-			if in.Streamed() {
-				s := collect(t, m, userRequest("hi"))
-				require.NoError(t, s.err, label)
-				wire = s.final
-			} else {
-				wire, err = m.Generate(context.Background(), userRequest("hi"))
-				require.NoError(t, err, label)
-			}
+			wire := providertest.Answer(t, m, in.Streamed(), label)
 			assert.Equal(t, wire, got, label)
 		}
 	}

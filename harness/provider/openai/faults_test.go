@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -24,63 +22,6 @@ import (
 const canary = "sk-proj-canary-4d2c8e1f09"
 
 const okChat = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"fine"}}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":4}}}`
-
-type script struct {
-	*httptest.Server
-	mu       sync.Mutex
-	steps    []http.HandlerFunc
-	n        int
-	requests []*http.Request
-}
-
-func newScript(t *testing.T, steps ...http.HandlerFunc) *script {
-	s := &script{steps: steps}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		i := s.n
-		s.n++
-		s.requests = append(s.requests, r.Clone(context.Background()))
-		s.mu.Unlock()
-		if i >= len(s.steps) {
-			t.Errorf("unexpected request %d", i)
-			http.Error(w, "unexpected", http.StatusTeapot)
-			return
-		}
-		s.steps[i](w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *script) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.n
-}
-
-func reply(status int, header map[string]string, body string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for k, v := range header {
-			w.Header().Set(k, v)
-		}
-		if w.Header().Get("Content-Type") == "" {
-			w.Header().Set("Content-Type", "application/json")
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
-func sse(events ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for _, e := range events {
-			_, _ = io.WriteString(w, e)
-			w.(http.Flusher).Flush()
-		}
-	}
-}
 
 type harness struct {
 	waits []time.Duration
@@ -114,7 +55,7 @@ func TestRateLimitRetryAfterMilliseconds(t *testing.T) {
 	assert.Equal(t, "fine", resp.Message.Text())
 	assert.Equal(t, llm.Usage{InputTokens: 6, OutputTokens: 2, CacheReadTokens: 4}, resp.Usage, "cached prompt tokens are split out")
 	assert.Equal(t, []time.Duration{1500 * time.Millisecond}, h.waits)
-	for _, r := range s.requests {
+	for _, r := range s.Requests() {
 		assert.Equal(t, "Bearer "+canary, r.Header.Get("Authorization"))
 	}
 	assert.Contains(t, h.logs.String(), "request_id=req_rl")
@@ -157,7 +98,7 @@ func TestOpenAIServerFaults(t *testing.T) {
 			s := newScript(t, tt.steps...)
 			var h harness
 			_, err := h.model(t, s.URL).Generate(context.Background(), userRequest("hi"))
-			assert.Equal(t, tt.requests, s.count())
+			assert.Equal(t, tt.requests, s.Count())
 			if tt.kind == "" {
 				require.NoError(t, err)
 				return
@@ -197,30 +138,30 @@ func TestTruncatedChatStream(t *testing.T) {
 	s := newScript(t, sse(chunkRole, chunkHello))
 	var h harness
 	got := collect(t, h.model(t, s.URL), userRequest("hi"))
-	require.Error(t, got.err)
-	assert.ErrorIs(t, got.err, llm.ErrConnection)
-	assert.Len(t, got.chunks, 1, "the delivered text is not retried")
-	assert.Equal(t, 1, s.count())
+	require.Error(t, got.Err)
+	assert.ErrorIs(t, got.Err, llm.ErrConnection)
+	assert.Len(t, got.Chunks, 1, "the delivered text is not retried")
+	assert.Equal(t, 1, s.Count())
 
 	s = newScript(t, sse(chunkRole), sse(chunkRole, chunkHello, chunkWorld, chunkStop, chunkUsage, chunkDone))
 	got = collect(t, h.model(t, s.URL), userRequest("hi"))
-	require.NoError(t, got.err)
-	assert.Equal(t, "Hello world", got.final.Message.Text())
-	assert.Equal(t, llm.Usage{InputTokens: 3, OutputTokens: 2}, got.final.Usage)
-	assert.Equal(t, 2, s.count())
+	require.NoError(t, got.Err)
+	assert.Equal(t, "Hello world", got.Final.Message.Text())
+	assert.Equal(t, llm.Usage{InputTokens: 3, OutputTokens: 2}, got.Final.Usage)
+	assert.Equal(t, 2, s.Count())
 }
 
 func TestErrorDocumentInsideChatStream(t *testing.T) {
 	s := newScript(t, sse(chunkRole, chunkError), sse(chunkRole, chunkHello, chunkStop, chunkDone))
 	var h harness
 	got := collect(t, h.model(t, s.URL), userRequest("hi"))
-	require.NoError(t, got.err, "a server error before any chunk is retried")
-	assert.Equal(t, "Hello", got.final.Message.Text())
+	require.NoError(t, got.Err, "a server error before any chunk is retried")
+	assert.Equal(t, "Hello", got.Final.Message.Text())
 
 	s = newScript(t, sse(chunkRole, chunkHello, chunkError))
 	got = collect(t, h.model(t, s.URL), userRequest("hi"))
-	require.Error(t, got.err)
-	assert.ErrorIs(t, got.err, llm.ErrServer)
+	require.Error(t, got.Err)
+	assert.ErrorIs(t, got.Err, llm.ErrServer)
 }
 
 func TestResponsesStreamFaults(t *testing.T) {
@@ -233,15 +174,15 @@ func TestResponsesStreamFaults(t *testing.T) {
 	s := newScript(t, sse(created, delta))
 	var h harness
 	got := collect(t, h.model(t, s.URL, responsesAPI), userRequest("hi"))
-	require.Error(t, got.err)
-	assert.ErrorIs(t, got.err, llm.ErrConnection)
-	assert.Contains(t, got.err.Error(), "response.completed")
+	require.Error(t, got.Err)
+	assert.ErrorIs(t, got.Err, llm.ErrConnection)
+	assert.Contains(t, got.Err.Error(), "response.completed")
 
 	s = newScript(t, sse(created, failed))
 	got = collect(t, h.model(t, s.URL, responsesAPI), userRequest("hi"))
-	require.Error(t, got.err)
-	assert.True(t, llm.IsContextOverflow(got.err), got.err.Error())
-	assert.Equal(t, 1, s.count(), "context overflow is not retried")
+	require.Error(t, got.Err)
+	assert.True(t, llm.IsContextOverflow(got.Err), got.Err.Error())
+	assert.Equal(t, 1, s.Count(), "context overflow is not retried")
 }
 
 func TestStreamIsIncrementalAndCancellable(t *testing.T) {
@@ -317,7 +258,7 @@ func TestCredentialsAndHeaders(t *testing.T) {
 		c.Headers = map[string]string{"X-Team": "evals"}
 	}).Generate(context.Background(), userRequest("hi"))
 	require.NoError(t, err)
-	r := s.requests[0]
+	r := s.Requests()[0]
 	assert.Equal(t, canary, r.Header.Get("Api-Key"))
 	assert.Empty(t, r.Header.Get("Authorization"))
 	assert.Equal(t, "evals", r.Header.Get("X-Team"))
@@ -332,5 +273,5 @@ func TestCredentialsAndHeaders(t *testing.T) {
 		c.Getenv = func(string) string { return "" }
 	}).Generate(context.Background(), userRequest("hi"))
 	require.NoError(t, err)
-	assert.Empty(t, s.requests[1].Header.Get("Authorization"))
+	assert.Empty(t, s.Requests()[1].Header.Get("Authorization"))
 }

@@ -183,30 +183,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 				return m.streamChat(ctx, params, len(req.Messages), emit)
 			}
 		}
-		r := m.cfg.NewRetrier()
-		defer r.Done()
-		for {
-			actx := r.Begin(ctx)
-			yielded, stopped := false, false
-			resp, err := once(actx, func(c llm.Chunk) bool {
-				yielded = true
-				stopped = !yield(c, nil)
-				return !stopped
-			})
-			if stopped {
-				return
-			}
-			if err == nil {
-				r.Done()
-				yield(llm.Chunk{Response: resp}, nil)
-				return
-			}
-			again, err := r.End(ctx, err, !yielded)
-			if !again {
-				yield(llm.Chunk{}, err)
-				return
-			}
-		}
+		provider.DoStream(ctx, m.cfg, yield, once)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -122,10 +120,6 @@ func checkTurn(t *testing.T, label string, want turn, got *llm.Response) {
 	assert.Equal(t, want.model, got.Model, label)
 }
 
-func userRequest(text string) *llm.Request {
-	return &llm.Request{Messages: []llm.Message{llm.User(text)}}
-}
-
 func TestEveryOpenAIRecordingParses(t *testing.T) {
 	for name, turns := range openaiRecordings {
 		t.Run(name, func(t *testing.T) {
@@ -151,7 +145,7 @@ func TestEveryOpenAIRecordingParses(t *testing.T) {
 				var err error
 				if one.Interactions[0].Streamed() {
 					s := collect(t, m, userRequest("hi"))
-					got, err = s.final, s.err
+					got, err = s.Final, s.Err
 				} else {
 					got, err = m.Generate(context.Background(), userRequest("hi"))
 				}
@@ -167,52 +161,30 @@ func TestEveryOpenAIRecordingParses(t *testing.T) {
 	}
 }
 
-type streamed struct {
-	chunks []llm.Chunk
-	final  *llm.Response
-	err    error
-}
-
-func collect(t *testing.T, m llm.StreamingModel, req *llm.Request) streamed {
-	t.Helper()
-	var s streamed
-	for c, err := range m.Stream(context.Background(), req) {
-		if err != nil {
-			s.err = err
-			break
-		}
-		s.chunks = append(s.chunks, c)
-		if c.Response != nil {
-			s.final = c.Response
-		}
-	}
-	return s
-}
-
 func TestChatStreamDeltasAddUpToTheFinalResponse(t *testing.T) {
 	c := recorded.MustLoad(t, "test_openai/test_run_stream_sync_streams_real_model.yaml")
 	srv := recorded.Serve(t, c)
 	m := modelFor(t, c, srv.BaseURL())
 	first := collect(t, m, userRequest("What is the capital of the UK? Use the tool, then answer."))
-	require.NoError(t, first.err)
+	require.NoError(t, first.Err)
 	var args strings.Builder
-	for _, ch := range first.chunks {
+	for _, ch := range first.Chunks {
 		if ch.ToolCallDelta != nil {
 			assert.Equal(t, 0, ch.ToolCallDelta.Index)
 			args.WriteString(ch.ToolCallDelta.ArgsDelta)
 		}
 	}
 	assert.Equal(t, `{"country":"UK"}`, args.String())
-	assert.Equal(t, "call_ZR5UUuTt3pf61kjwAJIYdVMj", first.chunks[0].ToolCallDelta.ID)
+	assert.Equal(t, "call_ZR5UUuTt3pf61kjwAJIYdVMj", first.Chunks[0].ToolCallDelta.ID)
 
 	second := collect(t, m, userRequest("next"))
-	require.NoError(t, second.err)
+	require.NoError(t, second.Err)
 	var text strings.Builder
-	for _, ch := range second.chunks {
+	for _, ch := range second.Chunks {
 		text.WriteString(ch.TextDelta)
 	}
 	assert.Equal(t, "The capital of the UK is London.", text.String())
-	assert.Equal(t, text.String(), second.final.Message.Text())
+	assert.Equal(t, text.String(), second.Final.Message.Text())
 
 	sent := srv.Requests()[0].JSON(t)
 	assert.Equal(t, true, sent["stream"])
@@ -247,34 +219,16 @@ func TestStreamedAndWholeAnswersAreEqual(t *testing.T) {
 			g, err := m.Generate(context.Background(), userRequest("hi"))
 			require.NoError(t, err, label)
 			s := collect(t, m, userRequest("hi"))
-			require.NoError(t, s.err, label)
-			assert.Equal(t, g, s.final, label)
-			assert.Greater(t, len(s.chunks), 1, label)
+			require.NoError(t, s.Err, label)
+			assert.Equal(t, g, s.Final, label)
+			assert.Greater(t, len(s.Chunks), 1, label)
 			var text strings.Builder
-			for _, ch := range s.chunks {
+			for _, ch := range s.Chunks {
 				text.WriteString(ch.TextDelta)
 			}
 			assert.Equal(t, g.Message.Text(), text.String(), label)
 		}
 	}
-}
-
-func fixedServer(t *testing.T, whole, sse []byte) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			Stream bool `json:"stream"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		if body.Stream {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = w.Write(sse)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(whole)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
 }
 
 func dataLines(body []byte) []string {
@@ -394,13 +348,4 @@ func responsesSSE(t *testing.T, body []byte) []byte {
 	}
 	event("response.completed", map[string]any{"response": r})
 	return []byte(b.String())
-}
-
-func thirds(s string) []string {
-	r := []rune(s)
-	n := len(r)
-	if n < 3 {
-		return []string{s}
-	}
-	return []string{string(r[:n/3]), string(r[n/3 : 2*n/3]), string(r[2*n/3:])}
 }

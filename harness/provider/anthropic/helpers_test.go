@@ -1,0 +1,14 @@
+package anthropic_test
+
+import "github.com/dageval/dageval/harness/provider/internal/providertest"
+
+// The loopback servers and stream helpers shared with the OpenAI adapter's tests.
+var (
+	newScript   = providertest.NewScript
+	reply       = providertest.Reply
+	sse         = providertest.SSE
+	fixedServer = providertest.FixedServer
+	collect     = providertest.Collect
+	userRequest = providertest.UserRequest
+	thirds      = providertest.Thirds
+)

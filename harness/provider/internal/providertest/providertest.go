@@ -1,0 +1,181 @@
+package providertest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// Script is a loopback server that answers its n-th request with the n-th
+// step and keeps every request it received.
+type Script struct {
+	*httptest.Server
+	mu       sync.Mutex
+	steps    []http.HandlerFunc
+	requests []*http.Request
+}
+
+// NewScript starts a Script that is closed when the test ends. A request
+// beyond the last step fails the test.
+func NewScript(t testing.TB, steps ...http.HandlerFunc) *Script {
+	s := &Script{steps: steps}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		i := len(s.requests)
+		s.requests = append(s.requests, r.Clone(context.Background()))
+		s.mu.Unlock()
+		if i >= len(s.steps) {
+			t.Errorf("unexpected request %d", i)
+			http.Error(w, "unexpected", http.StatusTeapot)
+			return
+		}
+		s.steps[i](w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Count is the number of requests received so far.
+func (s *Script) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+// Requests returns the requests received so far (their bodies already read).
+func (s *Script) Requests() []*http.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*http.Request(nil), s.requests...)
+}
+
+// Reply answers with status, header and body (JSON unless header says otherwise).
+func Reply(status int, header map[string]string, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range header {
+			w.Header().Set(k, v)
+		}
+		if w.Header().Get("Content-Type") == "" {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+// SSE answers with a server-sent event stream, flushing after each event.
+func SSE(events ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			_, _ = io.WriteString(w, e)
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// FixedServer answers streaming requests ("stream": true in the body) with
+// sse and the others with whole, until the test ends.
+func FixedServer(t testing.TB, whole, sse []byte) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		if body.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = w.Write(sse)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(whole)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// UserRequest is a one-message conversation.
+func UserRequest(text string) *llm.Request {
+	return &llm.Request{Messages: []llm.Message{llm.User(text)}}
+}
+
+// Streamed is what a stream delivered: its chunks (the final one included),
+// the final response and the error that ended it.
+type Streamed struct {
+	Chunks []llm.Chunk
+	Final  *llm.Response
+	Err    error
+}
+
+// Collect reads m's stream for req to its end or its first error.
+func Collect(t testing.TB, m llm.StreamingModel, req *llm.Request) Streamed {
+	t.Helper()
+	var s Streamed
+	for c, err := range m.Stream(context.Background(), req) {
+		if err != nil {
+			s.Err = err
+			break
+		}
+		s.Chunks = append(s.Chunks, c)
+		if c.Response != nil {
+			s.Final = c.Response
+		}
+	}
+	return s
+}
+
+// Answer asks m for the answer to "hi" the way it was recorded: through
+// Stream when streamed, through Generate otherwise. Any error fails the test.
+func Answer(t testing.TB, m llm.StreamingModel, streamed bool, label string) *llm.Response {
+	t.Helper()
+	if streamed {
+		s := Collect(t, m, UserRequest("hi"))
+		require.NoError(t, s.Err, label)
+		return s.Final
+	}
+	resp, err := m.Generate(context.Background(), UserRequest("hi"))
+	require.NoError(t, err, label)
+	return resp
+}
+
+// Thirds cuts s into three pieces on rune boundaries (s itself when shorter
+// than three runes), for re-sending an answer as deltas.
+func Thirds(s string) []string {
+	r := []rune(s)
+	n := len(r)
+	if n < 3 {
+		return []string{s}
+	}
+	return []string{string(r[:n/3]), string(r[n/3 : 2*n/3]), string(r[2*n/3:])}
+}
+
+// BenchGenerate measures m.Generate for req.
+func BenchGenerate(b *testing.B, m llm.ChatModel, req *llm.Request) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Generate(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchStream measures reading m's whole stream for req.
+func BenchStream(b *testing.B, m llm.StreamingModel, req *llm.Request) {
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, err := range m.Stream(context.Background(), req) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,2 @@
+// Package fileutil writes files so that readers never see them half-written.
+package fileutil

@@ -1,0 +1,73 @@
+package fileutil_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dageval/dageval/internal/fileutil"
+)
+
+// entries lists the names in dir, so a test can see leftover temporary files.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+func TestWriteFileAtomic(t *testing.T) {
+	tests := []struct {
+		name     string
+		rel      string // path to write, under a fresh directory
+		existing string // content already there, if any
+	}{
+		{name: "new file in a new directory", rel: filepath.Join("a", "b", "report.json")},
+		{name: "replaces an existing file", rel: "summary.json", existing: "old content that is longer"},
+		{name: "hidden file", rel: ".state"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, tt.rel)
+			if tt.existing != "" {
+				require.NoError(t, os.WriteFile(path, []byte(tt.existing), 0o600))
+			}
+			require.NoError(t, fileutil.WriteFileAtomic(path, []byte("new")))
+
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, "new", string(got))
+			info, err := os.Stat(path)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o644), info.Mode().Perm())
+			assert.Equal(t, []string{filepath.Base(path)}, entries(t, filepath.Dir(path)))
+		})
+	}
+}
+
+func TestWriteFileAtomicFailureLeavesNothing(t *testing.T) {
+	root := t.TempDir()
+	// A directory where the file should go makes the final rename fail.
+	target := filepath.Join(root, "out.json")
+	require.NoError(t, os.Mkdir(target, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(target, "keep"), nil, 0o644))
+
+	err := fileutil.WriteFileAtomic(target, []byte("x"))
+	require.Error(t, err)
+	assert.Equal(t, []string{"out.json"}, entries(t, root), "temporary file left behind")
+}
+
+func TestWriteFileAtomicParentIsAFile(t *testing.T) {
+	root := t.TempDir()
+	parent := filepath.Join(root, "file")
+	require.NoError(t, os.WriteFile(parent, nil, 0o644))
+	assert.Error(t, fileutil.WriteFileAtomic(filepath.Join(parent, "x.json"), []byte("x")))
+}
