@@ -252,41 +252,16 @@ func (d *decoder) callMatcher(n ast.Node, key string, extra ...string) (CallMatc
 		}
 		m.Args.Mode = ArgMode(s)
 	}
-	if e, ok := f["args_path"]; ok {
-		k := join(key, "args_path")
-		entries, err := d.mapping(e.val, k)
+	for _, field := range []string{"args_path", "args_regex"} {
+		e, ok := f[field]
+		if !ok {
+			continue
+		}
+		paths, err := d.pathMatches(e.val, join(key, field), field == "args_regex")
 		if err != nil {
 			return m, nil, err
 		}
-		for _, pe := range entries {
-			pk := join(k, pe.key)
-			if _, err := parsePath(pe.key); err != nil {
-				return m, nil, d.errf(pe.keyNode, pk, "%v", err)
-			}
-			v, err := d.json(pe.val, pk)
-			if err != nil {
-				return m, nil, err
-			}
-			m.Args.Paths = append(m.Args.Paths, PathMatch{Path: pathText(pe.key), Equals: v})
-		}
-	}
-	if e, ok := f["args_regex"]; ok {
-		k := join(key, "args_regex")
-		entries, err := d.mapping(e.val, k)
-		if err != nil {
-			return m, nil, err
-		}
-		for _, pe := range entries {
-			pk := join(k, pe.key)
-			if _, err := parsePath(pe.key); err != nil {
-				return m, nil, d.errf(pe.keyNode, pk, "%v", err)
-			}
-			re, err := d.regex(pe.val, pk)
-			if err != nil {
-				return m, nil, err
-			}
-			m.Args.Paths = append(m.Args.Paths, PathMatch{Path: pathText(pe.key), Regex: re})
-		}
+		m.Args.Paths = append(m.Args.Paths, paths...)
 	}
 	if e, ok := f["subagent"]; ok {
 		k := join(key, "subagent")
@@ -503,4 +478,30 @@ func (d *decoder) fileContains(n ast.Node, key string) (Check, error) {
 		return nil, d.errf(n, key, "file_contains needs text or regex")
 	}
 	return c, nil
+}
+
+// pathMatches reads an args_path (value equality) or args_regex mapping of
+// JSON paths to expectations.
+func (d *decoder) pathMatches(n ast.Node, key string, regex bool) ([]PathMatch, error) {
+	entries, err := d.mapping(n, key)
+	if err != nil {
+		return nil, err
+	}
+	var out []PathMatch
+	for _, pe := range entries {
+		pk := join(key, pe.key)
+		if _, err := parsePath(pe.key); err != nil {
+			return nil, d.errf(pe.keyNode, pk, "%v", err)
+		}
+		pm := PathMatch{Path: pathText(pe.key)}
+		if regex {
+			if pm.Regex, err = d.regex(pe.val, pk); err != nil {
+				return nil, err
+			}
+		} else if pm.Equals, err = d.json(pe.val, pk); err != nil {
+			return nil, err
+		}
+		out = append(out, pm)
+	}
+	return out, nil
 }
