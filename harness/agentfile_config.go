@@ -9,6 +9,7 @@ import (
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/backend/sqlitestore"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
@@ -273,7 +274,7 @@ func (af *AgentFile) buildBackend(d *BackendDecl) (backend.Backend, error) {
 	case "store":
 		var kv backend.KVStore
 		if d.Database != "" {
-			db, err := backend.OpenSQLiteKVStore(af.resolvePath(d.Database))
+			db, err := sqlitestore.Open(af.resolvePath(d.Database))
 			if err != nil {
 				return nil, err
 			}

@@ -1,7 +1,6 @@
 package backend_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/dageval/dageval/harness/backend"
@@ -26,16 +25,6 @@ func newShell(t *testing.T) *backend.LocalShell {
 	return sh
 }
 
-func newSQLiteStore(t *testing.T) *backend.Store {
-	t.Helper()
-	kv, err := backend.OpenSQLiteKVStore(filepath.Join(t.TempDir(), "files.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { kv.Close() })
-	return backend.NewStore(kv, backend.StaticNamespace("tests", "files"))
-}
-
 func mustComposite(t *testing.T, def backend.Backend, routes ...backend.Route) *backend.Composite {
 	t.Helper()
 	c, err := backend.NewComposite(def, routes, backend.CompositeOptions{})
@@ -52,9 +41,6 @@ func TestConformance(t *testing.T) {
 		backendtest.Run(t, backendtest.Harness{New: func(*testing.T) backend.Backend {
 			return backend.NewStore(backend.NewMemoryKVStore(), nil)
 		}})
-	})
-	t.Run("StoreSQLite", func(t *testing.T) {
-		backendtest.Run(t, backendtest.Harness{New: func(t *testing.T) backend.Backend { return newSQLiteStore(t) }})
 	})
 	t.Run("Filesystem", func(t *testing.T) {
 		backendtest.Run(t, backendtest.Harness{New: newFS})

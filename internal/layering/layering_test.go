@@ -147,6 +147,10 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"evals", "harness/catalog", true},
 		{"reports", "harness/catalog", true},
 		{"harness/provider", "harness/catalog", false},
+		{"harness/backend/sqlitestore", "harness/backend", true},
+		{"harness/backend", "harness/backend/sqlitestore", false},
+		{"harness/middleware", "harness/backend/sqlitestore", false},
+		{"harness/backend/sqlitestore", "harness/middleware", false},
 	}
 	for _, tt := range tests {
 		allow, ok := rule(tt.from)

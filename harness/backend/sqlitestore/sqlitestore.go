@@ -1,4 +1,5 @@
-package backend
+// Package sqlitestore is a backend.KVStore in a SQLite file, kept out of package backend so that only programs that use it link the SQLite driver.
+package sqlitestore
 
 import (
 	"context"
@@ -9,14 +10,18 @@ import (
 	"strings"
 
 	_ "modernc.org/sqlite" // pure-Go SQLite driver "sqlite"
+
+	"github.com/dageval/dageval/harness/backend"
 )
 
-// SQLiteKVStore is a KVStore in a SQLite database file (pure Go, no cgo).
-// The file survives restarts: reopen it with OpenSQLiteKVStore.
-type SQLiteKVStore struct {
+// KVStore is a backend.KVStore in a SQLite database file (pure Go, no cgo).
+// The file survives restarts: reopen it with Open.
+type KVStore struct {
 	db   *sql.DB
 	path string
 }
+
+var _ backend.KVStore = (*KVStore)(nil)
 
 const sqliteSchema = `CREATE TABLE IF NOT EXISTS kv_items (
 	namespace TEXT NOT NULL,
@@ -25,9 +30,9 @@ const sqliteSchema = `CREATE TABLE IF NOT EXISTS kv_items (
 	PRIMARY KEY (namespace, key)
 ) WITHOUT ROWID`
 
-// OpenSQLiteKVStore opens (creating if needed) the database at path.
+// Open opens (creating if needed) the database at path.
 // Close it when done.
-func OpenSQLiteKVStore(path string) (*SQLiteKVStore, error) {
+func Open(path string) (*KVStore, error) {
 	if path == "" {
 		return nil, errors.New("backend: SQLite store needs a database file path")
 	}
@@ -46,19 +51,19 @@ func OpenSQLiteKVStore(path string) (*SQLiteKVStore, error) {
 		db.Close()
 		return nil, fmt.Errorf("backend: open SQLite store %s: create schema: %w", path, err)
 	}
-	return &SQLiteKVStore{db: db, path: path}, nil
+	return &KVStore{db: db, path: path}, nil
 }
 
 // Path returns the database file.
-func (s *SQLiteKVStore) Path() string { return s.path }
+func (s *KVStore) Path() string { return s.path }
 
 // Close closes the database.
-func (s *SQLiteKVStore) Close() error { return s.db.Close() }
+func (s *KVStore) Close() error { return s.db.Close() }
 
-// Get implements KVStore.
-func (s *SQLiteKVStore) Get(ctx context.Context, ns []string, key string) (json.RawMessage, bool, error) {
+// Get implements backend.KVStore.
+func (s *KVStore) Get(ctx context.Context, ns []string, key string) (json.RawMessage, bool, error) {
 	var v string
-	err := s.db.QueryRowContext(ctx, `SELECT value FROM kv_items WHERE namespace = ? AND key = ?`, nsKey(ns), key).Scan(&v)
+	err := s.db.QueryRowContext(ctx, `SELECT value FROM kv_items WHERE namespace = ? AND key = ?`, namespaceKey(ns), key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, false, nil
 	}
@@ -68,24 +73,24 @@ func (s *SQLiteKVStore) Get(ctx context.Context, ns []string, key string) (json.
 	return json.RawMessage(v), true, nil
 }
 
-// Put implements KVStore.
-func (s *SQLiteKVStore) Put(ctx context.Context, ns []string, key string, value json.RawMessage) error {
+// Put implements backend.KVStore.
+func (s *KVStore) Put(ctx context.Context, ns []string, key string, value json.RawMessage) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO kv_items (namespace, key, value) VALUES (?, ?, ?)
-		ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value`, nsKey(ns), key, string(value))
+		ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value`, namespaceKey(ns), key, string(value))
 	if err != nil {
 		return fmt.Errorf("backend: SQLite store put %q: %w", key, err)
 	}
 	return nil
 }
 
-// Delete implements KVStore; all keys go in one transaction.
-func (s *SQLiteKVStore) Delete(ctx context.Context, ns []string, keys ...string) error {
+// Delete implements backend.KVStore; all keys go in one transaction.
+func (s *KVStore) Delete(ctx context.Context, ns []string, keys ...string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("backend: SQLite store delete: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	n := nsKey(ns)
+	n := namespaceKey(ns)
 	for _, k := range keys {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM kv_items WHERE namespace = ? AND key = ?`, n, k); err != nil {
 			return fmt.Errorf("backend: SQLite store delete %q: %w", k, err)
@@ -97,13 +102,13 @@ func (s *SQLiteKVStore) Delete(ctx context.Context, ns []string, keys ...string)
 	return nil
 }
 
-// List implements KVStore.
-func (s *SQLiteKVStore) List(ctx context.Context, ns []string, prefix string, limit, offset int) ([]KVItem, error) {
+// List implements backend.KVStore.
+func (s *KVStore) List(ctx context.Context, ns []string, prefix string, limit, offset int) ([]backend.KVItem, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
 	q := `SELECT key, value FROM kv_items WHERE namespace = ? AND key >= ?`
-	args := []any{nsKey(ns), prefix}
+	args := []any{namespaceKey(ns), prefix}
 	if upper, ok := prefixUpperBound(prefix); ok {
 		q += ` AND key < ?`
 		args = append(args, upper)
@@ -115,7 +120,7 @@ func (s *SQLiteKVStore) List(ctx context.Context, ns []string, prefix string, li
 		return nil, fmt.Errorf("backend: SQLite store list %q: %w", prefix, err)
 	}
 	defer rows.Close()
-	var out []KVItem
+	var out []backend.KVItem
 	for rows.Next() {
 		var k, v string
 		if err := rows.Scan(&k, &v); err != nil {
@@ -124,7 +129,7 @@ func (s *SQLiteKVStore) List(ctx context.Context, ns []string, prefix string, li
 		if !strings.HasPrefix(k, prefix) {
 			continue
 		}
-		out = append(out, KVItem{Key: k, Value: json.RawMessage(v)})
+		out = append(out, backend.KVItem{Key: k, Value: json.RawMessage(v)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("backend: SQLite store list %q: %w", prefix, err)
@@ -143,4 +148,11 @@ func prefixUpperBound(prefix string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// namespaceKey is how a namespace is stored in the namespace column: its
+// parts as a JSON array, which no two different namespaces share.
+func namespaceKey(ns []string) string {
+	b, _ := json.Marshal(ns)
+	return string(b)
 }

@@ -1,4 +1,4 @@
-package backend_test
+package sqlitestore_test
 
 import (
 	"context"
@@ -9,28 +9,43 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/backend/backendtest"
+	"github.com/dageval/dageval/harness/backend/sqlitestore"
 )
 
+func TestConformance(t *testing.T) {
+	backendtest.Run(t, backendtest.Harness{New: func(t *testing.T) backend.Backend {
+		kv, err := sqlitestore.Open(filepath.Join(t.TempDir(), "files.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { kv.Close() })
+		return backend.NewStore(kv, backend.StaticNamespace("tests", "files"))
+	}})
+}
+
 // A SQLite-backed Store keeps files across close and reopen.
-func TestSQLiteStoreSurvivesReopen(t *testing.T) {
+func TestStoreSurvivesReopen(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "agent-files.db")
 	ctx := t.Context()
 	ns := backend.StaticNamespace("assistant-7", "user@example.com")
 
-	kv, err := backend.OpenSQLiteKVStore(dbPath)
+	kv, err := sqlitestore.Open(dbPath)
 	require.NoError(t, err)
 	s := backend.NewStore(kv, ns)
-	write(t, s, "/memories/prefs.md", "likes tea\n", "/memories/deep/facts.md", "fact one\nfact two\n", "/scratch/tmp.txt", "temp")
+	for p, content := range map[string]string{"/memories/prefs.md": "likes tea\n", "/memories/deep/facts.md": "fact one\nfact two\n", "/scratch/tmp.txt": "temp"} {
+		require.NoError(t, s.Write(ctx, p, content), p)
+	}
 	up := s.Upload(ctx, []backend.UploadFile{{Path: "/img/logo.png", Content: []byte{0x89, 'P', 'N', 'G', 0, 0xff}}})
 	require.NoError(t, up[0].Err)
 	_, err = s.Edit(ctx, backend.EditRequest{Path: "/memories/prefs.md", Old: "tea", New: "green tea"})
 	require.NoError(t, err)
 	require.NoError(t, s.Delete(ctx, "/scratch"))
 	other := backend.NewStore(kv, backend.StaticNamespace("assistant-7", "someone-else"))
-	write(t, other, "/memories/prefs.md", "not yours")
+	require.NoError(t, other.Write(ctx, "/memories/prefs.md", "not yours"))
 	require.NoError(t, kv.Close())
 
-	kv2, err := backend.OpenSQLiteKVStore(dbPath)
+	kv2, err := sqlitestore.Open(dbPath)
 	require.NoError(t, err)
 	t.Cleanup(func() { kv2.Close() })
 	s2 := backend.NewStore(kv2, ns)
@@ -40,7 +55,13 @@ func TestSQLiteStoreSurvivesReopen(t *testing.T) {
 	r, err = s2.Read(ctx, "/memories/deep/facts.md", 1, 1)
 	require.NoError(t, err)
 	assert.Equal(t, "fact two\n", r.File.Content)
-	assert.Equal(t, []string{"/img/", "/memories/"}, lsPaths(t, s2, "/"))
+	entries, err := s2.Ls(ctx, "/")
+	require.NoError(t, err)
+	var top []string
+	for _, e := range entries {
+		top = append(top, e.Path)
+	}
+	assert.Equal(t, []string{"/img/", "/memories/"}, top)
 	down := s2.Download(ctx, []string{"/img/logo.png", "/scratch/tmp.txt"})
 	assert.Equal(t, []byte{0x89, 'P', 'N', 'G', 0, 0xff}, down[0].Content)
 	assert.ErrorIs(t, down[1].Err, backend.ErrFileNotFound, "the delete survived too")
@@ -50,8 +71,8 @@ func TestSQLiteStoreSurvivesReopen(t *testing.T) {
 	assert.Equal(t, dbPath, kv2.Path())
 }
 
-func TestSQLiteKVStorePaging(t *testing.T) {
-	kv, err := backend.OpenSQLiteKVStore(filepath.Join(t.TempDir(), "kv.db"))
+func TestPaging(t *testing.T) {
+	kv, err := sqlitestore.Open(filepath.Join(t.TempDir(), "kv.db"))
 	require.NoError(t, err)
 	defer kv.Close()
 	mem := backend.NewMemoryKVStore()
@@ -83,6 +104,6 @@ func TestSQLiteKVStorePaging(t *testing.T) {
 			assert.Equal(t, tc.want, keys, "%s List(%q, %d, %d)", name, tc.prefix, tc.limit, tc.offset)
 		}
 	}
-	_, err = backend.OpenSQLiteKVStore("")
+	_, err = sqlitestore.Open("")
 	assert.Error(t, err)
 }
