@@ -215,14 +215,3 @@ type ExecuteResult struct {
 
 // ExitCode returns a pointer to code, for building ExecuteResults.
 func ExitCode(code int) *int { return &code }
-
-// Defaults shared by backends and the tools built on them.
-const (
-	// DefaultReadLimit is the window a backend caller asks for when it has no
-	// better idea (the read_file tool uses 100).
-	DefaultReadLimit = 2000
-	// MaxLineLength is where long lines are cut into continuation rows.
-	MaxLineLength = 5000
-	// DefaultMaxFileSize is the largest file the Filesystem backend greps.
-	DefaultMaxFileSize = 10 << 20
-)

@@ -318,7 +318,7 @@ func (c *Composite) Glob(ctx context.Context, pattern, p string) (GlobResult, er
 		return out, err
 	}
 	for _, m := range c.mountsUnder(root) {
-		for _, sub := range pat.Derive(relTo(root, m.dir)) {
+		for _, sub := range pat.derive(relTo(root, m.dir)) {
 			res, err := m.b.Glob(ctx, sub, "/")
 			out.Truncated = out.Truncated || res.Truncated
 			for _, fi := range res.Matches {
@@ -387,7 +387,7 @@ func (c *Composite) Grep(ctx context.Context, req GrepRequest) (GrepResult, erro
 		}
 		filter := false
 		if include != nil {
-			switch subs := include.Derive(relTo(root, m.dir)); {
+			switch subs := include.derive(relTo(root, m.dir)); {
 			case len(subs) == 0:
 				continue
 			case len(subs) == 1:

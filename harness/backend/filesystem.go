@@ -25,7 +25,7 @@ type FilesystemOptions struct {
 	// or relative to the root) and results report absolute host paths.
 	// Either way no path can reach outside the root.
 	HostPaths bool
-	// MaxFileSize is the largest file Grep reads (DefaultMaxFileSize when 0).
+	// MaxFileSize is the largest file Grep reads (10 MiB when 0).
 	MaxFileSize int64
 	// GlobBudget and GrepBudget bound one Glob or Grep walk (5 s and 15 s
 	// when 0); a walk that runs out returns what it found, Truncated.
@@ -76,7 +76,7 @@ func NewFilesystem(root string, opts FilesystemOptions) (*Filesystem, error) {
 	f := &Filesystem{root: real, alias: abs, virtual: !opts.HostPaths, maxSize: opts.MaxFileSize,
 		globDur: opts.GlobBudget, grepDur: opts.GrepBudget}
 	if f.maxSize <= 0 {
-		f.maxSize = DefaultMaxFileSize
+		f.maxSize = 10 << 20
 	}
 	if f.globDur <= 0 {
 		f.globDur = 5 * time.Second
@@ -295,9 +295,9 @@ func (f *Filesystem) Read(ctx context.Context, p string, offset, limit int) (Rea
 		return ReadResult{File: FileData{Content: base64.StdEncoding.EncodeToString(data), Encoding: EncodingBase64, ModifiedAt: stamp}}, nil
 	}
 	// data is never modified after this point, so the string can share its
-	// memory; SliceRead copies the window it returns.
+	// memory; sliceRead copies the window it returns.
 	text := unsafe.String(unsafe.SliceData(data), len(data))
-	res, err := SliceRead(FileData{Content: text, Encoding: EncodingUTF8, ModifiedAt: stamp}, offset, limit)
+	res, err := sliceRead(FileData{Content: text, Encoding: EncodingUTF8, ModifiedAt: stamp}, offset, limit)
 	if strings.TrimSpace(res.File.Content) == "" {
 		res.File.Content = strings.Clone(res.File.Content)
 	}
@@ -362,10 +362,10 @@ func (f *Filesystem) Edit(ctx context.Context, req EditRequest) (int, error) {
 		old = strings.ReplaceAll(old, "\n", "\r\n")
 		repl = strings.ReplaceAll(strings.ReplaceAll(repl, "\r\n", "\n"), "\n", "\r\n")
 	}
-	out, n, err := ReplaceString(content, old, repl, req.ReplaceAll)
+	out, n, err := replaceString(content, old, repl, req.ReplaceAll)
 	if err != nil {
 		if old != req.Old {
-			_, _, err = ReplaceString(content, req.Old, req.New, req.ReplaceAll)
+			_, _, err = replaceString(content, req.Old, req.New, req.ReplaceAll)
 		}
 		return 0, err
 	}
@@ -528,8 +528,8 @@ func (f *Filesystem) Glob(ctx context.Context, pattern, p string) (GlobResult, e
 		return GlobResult{}, err
 	}
 	var prune func(string) bool
-	if !pat.Basename() {
-		prune = func(dir string) bool { return len(pat.Derive(relUnder(rel, dir))) == 0 }
+	if !pat.basename {
+		prune = func(dir string) bool { return len(pat.derive(relUnder(rel, dir))) == 0 }
 	}
 	var res GlobResult
 	res.Truncated, err = f.walkFiles(ctx, r, rel, f.globDur, prune, func(fileRel string, fi fs.FileInfo, _ func() ([]byte, error)) error {
@@ -584,7 +584,7 @@ func (f *Filesystem) Grep(ctx context.Context, req GrepRequest) (GrepResult, err
 			}
 		}
 		one := func(yield func(string, string) bool) { yield(f.show(fileRel), string(data)) }
-		got, err := GrepFiles(ctx, "/", one, req.Pattern, nil, remaining)
+		got, err := grepFiles(ctx, "/", one, req.Pattern, nil, remaining)
 		res.Matches = append(res.Matches, got.Matches...)
 		if err != nil {
 			return true, err

@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// MaxBraceExpansions bounds how many patterns one brace expression may
+// maxBraceExpansions bounds how many patterns one brace expression may
 // expand to; larger expansions are refused.
-const MaxBraceExpansions = 1000
+const maxBraceExpansions = 1000
 
 // PatternOptions tune CompilePattern.
 type PatternOptions struct {
@@ -24,7 +24,7 @@ type PatternOptions struct {
 //
 //   - "*" and "?" match within one path segment, "[abc]", "[a-z]", "[!x]"
 //     and "[^x]" are character classes, "{a,b}" expands to alternatives
-//     (nested, at most MaxBraceExpansions), "\" escapes the next character.
+//     (nested, at most 1000 alternatives), "\" escapes the next character.
 //   - "**" as a whole segment matches any number of segments; at the end
 //     of a pattern it needs at least one ("a.py/**" matches nothing when
 //     a.py is a file).
@@ -124,9 +124,6 @@ func CompilePattern(pattern string, opts PatternOptions) (*Pattern, error) {
 // String returns the pattern's source.
 func (p *Pattern) String() string { return p.src }
 
-// Basename reports whether the pattern matches base names (has no "/").
-func (p *Pattern) Basename() bool { return p.basename }
-
 // Match reports whether a root-relative file path ("sub/b.py"; a leading
 // "/" is ignored) matches.
 func (p *Pattern) Match(rel string) bool {
@@ -161,12 +158,12 @@ func (p *Pattern) Match(rel string) bool {
 	return false
 }
 
-// Derive returns the patterns that files below the directory prefix
+// derive returns the patterns that files below the directory prefix
 // (root-relative, e.g. "memories" or "a/b") must match, relative to that
 // directory, so that a search can be handed to whatever serves the
 // directory. Bare (base-name) patterns are returned unchanged. An empty
 // result means no file below prefix can match.
-func (p *Pattern) Derive(prefix string) []string {
+func (p *Pattern) derive(prefix string) []string {
 	if p.dirOnly {
 		return nil
 	}
@@ -433,8 +430,8 @@ func expand(s string, depth int) ([]string, error) {
 					return nil, err
 				}
 				out = append(out, sub...)
-				if len(out) > MaxBraceExpansions {
-					return nil, fmt.Errorf("brace expansion yields more than %d patterns", MaxBraceExpansions)
+				if len(out) > maxBraceExpansions {
+					return nil, fmt.Errorf("brace expansion yields more than %d patterns", maxBraceExpansions)
 				}
 			}
 			return slices.Compact(out), nil

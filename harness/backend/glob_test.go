@@ -112,30 +112,6 @@ func TestPatternDetails(t *testing.T) {
 	assert.ErrorIs(t, err, backend.ErrInvalidArgument)
 }
 
-func TestPatternDerive(t *testing.T) {
-	tests := []struct {
-		pattern, prefix string
-		want            []string
-	}{
-		{"/memories/*.py", "memories", []string{"/*.py"}},
-		{"memories/**/*.md", "memories", []string{"/**/*.md"}},
-		{"*/notes.txt", "memories", []string{"/notes.txt"}},
-		{"**/*.md", "memories", []string{"/**/*.md"}},
-		{"**/*.md", ".hidden", nil},
-		{"/docs/*.md", "memories", nil},
-		{"/memories", "memories", nil},
-		{"*.py", "anything", []string{"*.py"}},
-		{"{a,b}/x/*.go", "b/x", []string{"/*.go"}},
-		{"a/**", "a/b", []string{"/**"}},
-		{"sub/", "sub", nil},
-	}
-	for _, tt := range tests {
-		p, err := backend.CompilePattern(tt.pattern, backend.PatternOptions{})
-		require.NoError(t, err)
-		assert.Equal(t, tt.want, p.Derive(tt.prefix), "%q below %q", tt.pattern, tt.prefix)
-	}
-}
-
 func TestValidatePath(t *testing.T) {
 	good := map[string]string{
 		"foo/bar":       "/foo/bar",
@@ -170,6 +146,4 @@ func TestValidatePath(t *testing.T) {
 	assert.True(t, backend.PathsOverlap("/a", "/a/b"))
 	assert.True(t, backend.PathsOverlap("/", "/x"))
 	assert.False(t, backend.PathsOverlap("/secret", "/secrets"))
-	assert.Equal(t, "call_1_x_y", backend.SanitizeToolCallID(`call.1/x\y`))
-	assert.Equal(t, "unknown", backend.SanitizeToolCallID(""))
 }

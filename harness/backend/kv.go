@@ -131,7 +131,7 @@ func (o kvOps) Read(ctx context.Context, p string, offset, limit int) (ReadResul
 	if fd.Encoding == EncodingBase64 || IsBinaryPath(p) {
 		return ReadResult{File: fd}, nil
 	}
-	return SliceRead(fd, offset, limit)
+	return sliceRead(fd, offset, limit)
 }
 
 // checkWritable refuses to turn a directory into a file or to create a file
@@ -197,7 +197,7 @@ func (o kvOps) Edit(ctx context.Context, req EditRequest) (int, error) {
 	if fd.Encoding == EncodingBase64 {
 		return 0, errf(InvalidArgument, p, "'%s' is a binary file and cannot be edited as text", p)
 	}
-	out, n, err := ReplaceString(fd.Content, req.Old, req.New, req.ReplaceAll)
+	out, n, err := replaceString(fd.Content, req.Old, req.New, req.ReplaceAll)
 	if err != nil {
 		return 0, err
 	}
@@ -287,13 +287,13 @@ func (o kvOps) Glob(ctx context.Context, pattern, p string) (GlobResult, error) 
 			out = append(out, FileInfo{Path: f.Path, Size: fileSize(f.Data), ModifiedAt: f.Data.ModifiedAt})
 		}
 	}
-	SortByModified(out)
+	sortByModified(out)
 	return GlobResult{Matches: out}, nil
 }
 
-// SortByModified orders files most recently modified first, then by path,
+// sortByModified orders files most recently modified first, then by path,
 // which is how the State and Store backends order glob results.
-func SortByModified(fs []FileInfo) {
+func sortByModified(fs []FileInfo) {
 	slices.SortStableFunc(fs, func(a, b FileInfo) int {
 		if c := strings.Compare(b.ModifiedAt, a.ModifiedAt); c != 0 {
 			return c
@@ -325,7 +325,7 @@ func (o kvOps) Grep(ctx context.Context, req GrepRequest) (GrepResult, error) {
 	} else if files, err = t.list(ctx, root); err != nil {
 		return GrepResult{}, err
 	}
-	return GrepFiles(ctx, root, files2seq(files), req.Pattern, include, req.MaxCount)
+	return grepFiles(ctx, root, files2seq(files), req.Pattern, include, req.MaxCount)
 }
 
 func files2seq(files []kvFile) func(yield func(string, string) bool) {
@@ -341,11 +341,11 @@ func files2seq(files []kvFile) func(yield func(string, string) bool) {
 	}
 }
 
-// GrepFiles searches (path, content) pairs for a literal pattern: the
+// grepFiles searches (path, content) pairs for a literal pattern: the
 // in-memory grep shared by backends. include, when non-nil, filters on the
 // path relative to root. maxCount > 0 stops at the first match beyond the
 // cap and reports truncation.
-func GrepFiles(ctx context.Context, root string, files func(yield func(path, content string) bool), pattern string, include *Pattern, maxCount int) (GrepResult, error) {
+func grepFiles(ctx context.Context, root string, files func(yield func(path, content string) bool), pattern string, include *Pattern, maxCount int) (GrepResult, error) {
 	var res GrepResult
 	if strings.Contains(pattern, "\n") {
 		return res, nil // lines never contain a newline
@@ -432,13 +432,13 @@ func (o kvOps) Download(ctx context.Context, paths []string) []DownloadResult {
 			out[i].Err = err
 			continue
 		}
-		out[i].Content, out[i].Err = FileBytes(fd)
+		out[i].Content, out[i].Err = fileBytes(fd)
 	}
 	return out
 }
 
-// FileBytes returns the raw bytes of a stored file, decoding base64.
-func FileBytes(fd FileData) ([]byte, error) {
+// fileBytes returns the raw bytes of a stored file, decoding base64.
+func fileBytes(fd FileData) ([]byte, error) {
 	if fd.Encoding == EncodingBase64 {
 		b, err := base64.StdEncoding.DecodeString(fd.Content)
 		if err != nil {

@@ -51,8 +51,8 @@ type LocalShell struct {
 
 // Default limits of LocalShell.
 const (
-	DefaultExecuteTimeout = 120 * time.Second
-	DefaultMaxOutputBytes = 100_000
+	defaultExecuteTimeout = 120 * time.Second
+	defaultMaxOutputBytes = 100_000
 )
 
 // NewLocalShell returns a shell backend rooted at root ("" means the working
@@ -70,10 +70,10 @@ func NewLocalShell(root string, opts LocalShellOptions) (*LocalShell, error) {
 	}
 	s := &LocalShell{Filesystem: fsb, id: opts.ID, timeout: opts.Timeout, maxOut: opts.MaxOutputBytes, shell: opts.Shell}
 	if s.timeout == 0 {
-		s.timeout = DefaultExecuteTimeout
+		s.timeout = defaultExecuteTimeout
 	}
 	if s.maxOut == 0 {
-		s.maxOut = DefaultMaxOutputBytes
+		s.maxOut = defaultMaxOutputBytes
 	}
 	if s.shell == "" {
 		s.shell = "/bin/sh"

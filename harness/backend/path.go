@@ -122,15 +122,6 @@ func truncPath(p string) string {
 	return p
 }
 
-// SanitizeToolCallID makes a tool call id safe to use as a file name by
-// replacing ".", "/" and "\" with "_". An empty id becomes "unknown".
-func SanitizeToolCallID(id string) string {
-	if id == "" {
-		return "unknown"
-	}
-	return strings.NewReplacer(".", "_", "/", "_", `\`, "_").Replace(id)
-}
-
 // JoinPath joins a directory and a relative name into a clean absolute path.
 func JoinPath(dir, name string) string {
 	return path.Clean("/" + strings.TrimSuffix(dir, "/") + "/" + strings.TrimPrefix(name, "/"))

@@ -40,10 +40,10 @@ type NamespaceFunc func(ctx context.Context) ([]string, error)
 
 var namespaceComponent = regexp.MustCompile(`^[A-Za-z0-9\-_.@+:~]+$`)
 
-// ValidateNamespace checks a namespace: at least one component, each
+// validateNamespace checks a namespace: at least one component, each
 // non-empty and made of letters, digits and - _ . @ + : ~ only, so that
 // user-controlled values cannot inject wildcards or separators.
-func ValidateNamespace(ns []string) error {
+func validateNamespace(ns []string) error {
 	if len(ns) == 0 {
 		return errors.New("backend: store namespace must have at least one component")
 	}
@@ -114,7 +114,7 @@ func (s *Store) table(ctx context.Context) (fileTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateNamespace(ns); err != nil {
+	if err := validateNamespace(ns); err != nil {
 		return nil, err
 	}
 	return &storeTable{kv: s.kv, ns: ns}, nil
@@ -168,9 +168,9 @@ type storeValue struct {
 	ModifiedAt string          `json:"modified_at,omitempty"`
 }
 
-// DecodeStoreValue turns a stored item into a file, accepting the legacy
+// decodeStoreValue turns a stored item into a file, accepting the legacy
 // list-of-lines content.
-func DecodeStoreValue(raw json.RawMessage) (FileData, error) {
+func decodeStoreValue(raw json.RawMessage) (FileData, error) {
 	var v storeValue
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return FileData{}, fmt.Errorf("backend: stored file is not a JSON object: %w", err)
@@ -252,7 +252,7 @@ func (t *storeTable) get(ctx context.Context, p string) (FileData, bool, error) 
 	if err != nil || !ok {
 		return FileData{}, false, err
 	}
-	fd, err := DecodeStoreValue(raw)
+	fd, err := decodeStoreValue(raw)
 	if err != nil {
 		return FileData{}, false, fmt.Errorf("%s: %w", p, err)
 	}
@@ -283,7 +283,7 @@ func (t *storeTable) list(ctx context.Context, dir string) ([]kvFile, error) {
 			if it.Key == dir {
 				continue
 			}
-			fd, err := DecodeStoreValue(it.Value)
+			fd, err := decodeStoreValue(it.Value)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", it.Key, err)
 			}

@@ -23,21 +23,21 @@ const (
 func contentPreview(text string) string {
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	for i, l := range lines {
-		lines[i] = backend.CutChars(l, previewLineChars)
+		lines[i] = cutChars(l, previewLineChars)
 	}
 	if len(lines) <= previewHeadLines+previewTailLines {
-		return backend.RenderRows(rowsOf(lines, 1))
+		return renderRows(rowsOf(lines, 1))
 	}
 	n := len(lines)
-	head := backend.RenderRows(rowsOf(lines[:previewHeadLines], 1))
-	tail := backend.RenderRows(rowsOf(lines[n-previewTailLines:], n-previewTailLines+1))
+	head := renderRows(rowsOf(lines[:previewHeadLines], 1))
+	tail := renderRows(rowsOf(lines[n-previewTailLines:], n-previewTailLines+1))
 	return fmt.Sprintf("%s\n... [%d lines truncated] ...\n%s", head, n-previewHeadLines-previewTailLines, tail)
 }
 
-func rowsOf(lines []string, start int) []backend.Row {
-	rows := make([]backend.Row, len(lines))
+func rowsOf(lines []string, start int) []row {
+	rows := make([]row, len(lines))
 	for i, l := range lines {
-		rows[i] = backend.Row{Line: start + i, Text: l}
+		rows[i] = row{line: start + i, text: l}
 	}
 	return rows
 }
@@ -73,7 +73,7 @@ func (m *Filesystem) offloadToolResult(ctx context.Context, req *agent.ToolReque
 		if chars <= m.evictChars {
 			return msg, false
 		}
-		p := m.artifactPath("large_tool_results/" + backend.SanitizeToolCallID(msg.ToolCallID))
+		p := m.artifactPath("large_tool_results/" + sanitizeToolCallID(msg.ToolCallID))
 		view := base
 		if staged != nil {
 			view = viewWith(base, staged)
@@ -146,7 +146,7 @@ func (m *Filesystem) offloadHumanMessage(ctx context.Context, req *agent.ModelRe
 	last := msgs[len(msgs)-1]
 	if last.Role == llm.RoleUser && last.Metadata[llm.MetaEvictedTo] == "" {
 		if text := last.Text(); len(text) > m.humanChars && utf8.RuneCountInString(text) > m.humanChars {
-			name := backend.SanitizeToolCallID(last.ID)
+			name := sanitizeToolCallID(last.ID)
 			if last.ID == "" {
 				name = fmt.Sprintf("message-%d", len(msgs))
 			}

@@ -180,7 +180,7 @@ func formatPaths(paths []string) string {
 	if len(paths) == 0 {
 		return noFilesFound
 	}
-	return pyListRepr(backend.TruncateList(paths))
+	return pyListRepr(truncateList(paths))
 }
 
 func (m *Filesystem) ls(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
@@ -240,7 +240,7 @@ func (m *Filesystem) readFile(ctx context.Context, raw json.RawMessage) (tool.Re
 	if start == 0 {
 		start = max(a.Offset, 0) + 1
 	}
-	rows := backend.NumberedRows(content, start)
+	rows := numberedRows(content, start)
 	out := m.capRead(rows, p, res) + clampedOffsetNotice(a.Offset)
 	return tool.Text(out), nil
 }
@@ -261,8 +261,8 @@ func mediaResult(p string, fd backend.FileData) tool.Result {
 // capRead renders a window with its pagination notice, cutting it at the
 // last complete source line that fits the size limit so that the notice
 // never points past lines the model did not see.
-func (m *Filesystem) capRead(rows []backend.Row, p string, res backend.ReadResult) string {
-	body := backend.RenderRows(rows)
+func (m *Filesystem) capRead(rows []row, p string, res backend.ReadResult) string {
+	body := renderRows(rows)
 	notice := readNotice(res.StartLine, res.EndLine, res.TotalLines, res.NextOffset)
 	limit := m.evictChars
 	if limit == 0 || utf8.RuneCountInString(body)+utf8.RuneCountInString(notice) < limit {
@@ -277,18 +277,18 @@ func (m *Filesystem) capRead(rows []backend.Row, p string, res backend.ReadResul
 		var bounds []boundary
 		width := 0
 		for _, r := range rows {
-			width = max(width, len(r.Marker()))
+			width = max(width, len(r.marker()))
 		}
 		bytePos, charPos := 0, 0
 		for i, r := range rows {
-			if r.Line > res.EndLine {
+			if r.line > res.EndLine {
 				break
 			}
-			rowLen := width + 2 + len(r.Text)
+			rowLen := width + 2 + len(r.text)
 			bytePos += rowLen
-			charPos += width + 2 + utf8.RuneCountInString(r.Text)
-			if i+1 == len(rows) || rows[i+1].Line != r.Line {
-				bounds = append(bounds, boundary{bytePos, charPos, r.Line})
+			charPos += width + 2 + utf8.RuneCountInString(r.text)
+			if i+1 == len(rows) || rows[i+1].line != r.line {
+				bounds = append(bounds, boundary{bytePos, charPos, r.line})
 			}
 			bytePos++
 			charPos++
@@ -301,7 +301,7 @@ func (m *Filesystem) capRead(rows []backend.Row, p string, res backend.ReadResul
 			}
 		}
 	}
-	return backend.CutChars(body, max(0, limit-msgLen)) + msg
+	return cutChars(body, max(0, limit-msgLen)) + msg
 }
 
 func (m *Filesystem) writeFile(ctx context.Context, raw json.RawMessage) (tool.Result, error) {
@@ -469,9 +469,9 @@ func (m *Filesystem) grep(ctx context.Context, raw json.RawMessage) (tool.Result
 	if a.MaxCount != nil {
 		req.MaxCount = *a.MaxCount
 	}
-	mode := backend.GrepMode(a.OutputMode)
+	mode := grepMode(a.OutputMode)
 	if mode == "" {
-		mode = backend.GrepFilesWithMatches
+		mode = grepFilesWithMatches
 	}
 	res, err := m.b.Grep(ctx, req)
 	if err != nil && ctx.Err() != nil {
@@ -500,14 +500,14 @@ func (m *Filesystem) grep(ctx context.Context, raw json.RawMessage) (tool.Result
 		if len(matches) == 0 {
 			return tool.Errorf("%s", text), nil
 		}
-		return tool.Errorf("%s\n\nPartial matches:\n%s", backend.TruncateText(text), backend.TruncateText(backend.FormatGrep(matches, mode))), nil
+		return tool.Errorf("%s\n\nPartial matches:\n%s", truncateText(text), truncateText(formatGrep(matches, mode))), nil
 	}
-	out := backend.TruncateText(backend.FormatGrep(matches, mode))
+	out := truncateText(formatGrep(matches, mode))
 	switch {
 	case truncated:
 		out += "\n\n" + grepTruncationNote
 	case !backendFound:
-		if hint := backend.RegexLiteralHint(a.Pattern); hint != "" {
+		if hint := regexLiteralHint(a.Pattern); hint != "" {
 			out += "\n\n" + hint
 		}
 	}

@@ -398,7 +398,7 @@ func clipField(s string, limit int, name string, warnings *[]string) string {
 		return s
 	}
 	*warnings = append(*warnings, fmt.Sprintf("%s is longer than %d characters and was truncated", name, limit))
-	return backend.CutChars(s, limit)
+	return cutChars(s, limit)
 }
 
 // yamlScalar renders a decoded YAML scalar as text; it reports false for
@@ -535,7 +535,7 @@ func renderSkillWarnings(loadErrs []string) string {
 			break
 		}
 		if utf8.RuneCountInString(e) > maxSkillWarningLength {
-			e = backend.CutChars(e, maxSkillWarningLength-len(suffix)) + suffix
+			e = cutChars(e, maxSkillWarningLength-len(suffix)) + suffix
 		}
 		b.WriteString("- " + html.EscapeString(string(bytes.TrimSpace(marshalString(e)))) + "\n")
 	}

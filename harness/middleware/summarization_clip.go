@@ -107,7 +107,7 @@ func issuingArg(msgs []llm.Message, callID, arg string) string {
 // clipRead keeps the head of a read_file result; the file itself is the full copy.
 func clipRead(msg llm.Message, text, file string) llm.Message {
 	c := msg.Clone()
-	body := backend.CutChars(text, clipReadChars) + fmt.Sprintf(
+	body := cutChars(text, clipReadChars) + fmt.Sprintf(
 		"\n\n[Only the first %d characters of this read_file result are kept, to fit the context window. "+
 			"The full content is still in %s; read it with read_file, using offset and limit for the part you need.]", clipReadChars, file)
 	c.Content = replaceText(msg.Content, body)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -135,7 +134,7 @@ func truncateJSONArgs(raw json.RawMessage, maxLen int, text string) (json.RawMes
 		}
 		var s string
 		if len(val) > maxLen && val[0] == '"' && json.Unmarshal(val, &s) == nil && utf8.RuneCountInString(s) > maxLen {
-			val = marshalString(backend.CutChars(s, truncatedPrefixChars) + text)
+			val = marshalString(cutChars(s, truncatedPrefixChars) + text)
 			changed = true
 		}
 		if !first {

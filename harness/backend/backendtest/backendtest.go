@@ -134,10 +134,14 @@ func (s *suite) read(t *testing.T, ctx context.Context, b backend.Backend, p str
 	return r
 }
 
+// wholeFile is a read window larger than any file the suite writes (Deep
+// Agents' default read limit).
+const wholeFile = 2000
+
 func (s *suite) writeRead(t *testing.T, ctx context.Context, b backend.Backend) {
 	a := s.p("a.txt")
 	mustWrite(t, ctx, b, a, "one\ntwo\nthree\n")
-	r := s.read(t, ctx, b, a, 0, backend.DefaultReadLimit)
+	r := s.read(t, ctx, b, a, 0, wholeFile)
 	if r.File.Content != "one\ntwo\nthree\n" || r.StartLine != 1 || r.EndLine != 3 || r.TotalLines != 3 || r.NextOffset != 0 {
 		t.Errorf("full read = %+v", r)
 	}
