@@ -121,9 +121,6 @@ func (m *AsyncSubAgentMiddleware) Name() string { return "AsyncSubAgentMiddlewar
 // Tools implements agent.Middleware.
 func (m *AsyncSubAgentMiddleware) Tools() []tool.Tool { return m.tools }
 
-// SubAgents returns the configured specs.
-func (m *AsyncSubAgentMiddleware) SubAgents() []AsyncSubAgent { return slices.Clone(m.opts.SubAgents) }
-
 // StateKeys implements agent.Middleware: tasks merge per task id.
 func (m *AsyncSubAgentMiddleware) StateKeys() []agent.StateKey {
 	return []agent.StateKey{{Name: AsyncTasksKey, Reduce: mergeTasks}}

@@ -35,16 +35,14 @@ const NoLimit = -1
 
 // Defaults of FilesystemOptions.
 const (
-	DefaultToolTokenLimit         = 20_000
-	DefaultHumanMessageTokenLimit = 50_000
-	DefaultMaxExecuteTimeout      = time.Hour
-	DefaultGrepMaxCount           = 1000
-	DefaultGlobTimeout            = 10 * time.Second
-	DefaultGlobWorkers            = 4
-	// CharsPerToken converts the token limits to characters.
-	CharsPerToken = 4
-	// DefaultReadFileLimit is read_file's default window.
-	DefaultReadFileLimit = 100
+	defaultToolTokenLimit         = 20_000
+	defaultHumanMessageTokenLimit = 50_000
+	defaultMaxExecuteTimeout      = time.Hour
+	defaultGrepMaxCount           = 1000
+	defaultGlobTimeout            = 10 * time.Second
+	defaultGlobWorkers            = 4
+	// defaultReadFileLimit is read_file's default window.
+	defaultReadFileLimit = 100
 )
 
 // FilesystemOptions configure the Filesystem middleware. The zero value
@@ -62,24 +60,24 @@ type FilesystemOptions struct {
 	// do not exist for the agent. read_file must be listed.
 	Tools []string
 	// ToolTokenLimit: results of tools other than the file tools that are
-	// longer than CharsPerToken×ToolTokenLimit characters are saved to
+	// longer than 4×ToolTokenLimit characters are saved to
 	// <artifacts root>/large_tool_results/ and replaced by a preview;
 	// read_file output is capped at the same size.
-	// 0 means DefaultToolTokenLimit; NoLimit disables both.
+	// 0 means 20 000 tokens; NoLimit disables both.
 	ToolTokenLimit int
 	// HumanMessageTokenLimit: a user message longer than
-	// CharsPerToken×HumanMessageTokenLimit characters is saved to
+	// 4×HumanMessageTokenLimit characters is saved to
 	// <artifacts root>/conversation_history/ and the model sees a preview.
-	// 0 means DefaultHumanMessageTokenLimit; NoLimit disables it.
+	// 0 means 50 000 tokens; NoLimit disables it.
 	HumanMessageTokenLimit int
 	// MaxExecuteTimeout is the largest timeout execute accepts
-	// (DefaultMaxExecuteTimeout when 0).
+	// (one hour when 0).
 	MaxExecuteTimeout time.Duration
 	// GrepMaxCount caps grep matches when the call gives no max_count
-	// (DefaultGrepMaxCount when 0; NoLimit for no cap).
+	// (1000 when 0; NoLimit for no cap).
 	GrepMaxCount int
-	// GlobTimeout bounds one glob call (DefaultGlobTimeout when 0) and
-	// GlobWorkers how many run at once (DefaultGlobWorkers when 0).
+	// GlobTimeout bounds one glob call (10 s when 0) and GlobWorkers how
+	// many run at once (4 when 0).
 	GlobTimeout time.Duration
 	GlobWorkers int
 	// Permissions restrict the paths the file tools may read and write.
@@ -133,17 +131,17 @@ func NewFilesystem(opts FilesystemOptions) (*Filesystem, error) {
 		}
 	}
 	var err error
-	if m.evictChars, err = tokenChars("ToolTokenLimit", opts.ToolTokenLimit, DefaultToolTokenLimit); err != nil {
+	if m.evictChars, err = tokenChars("ToolTokenLimit", opts.ToolTokenLimit, defaultToolTokenLimit); err != nil {
 		return nil, err
 	}
-	if m.humanChars, err = tokenChars("HumanMessageTokenLimit", opts.HumanMessageTokenLimit, DefaultHumanMessageTokenLimit); err != nil {
+	if m.humanChars, err = tokenChars("HumanMessageTokenLimit", opts.HumanMessageTokenLimit, defaultHumanMessageTokenLimit); err != nil {
 		return nil, err
 	}
 	switch {
 	case opts.MaxExecuteTimeout < 0:
 		return nil, fmt.Errorf("filesystem middleware: MaxExecuteTimeout must be positive, got %s", opts.MaxExecuteTimeout)
 	case opts.MaxExecuteTimeout == 0:
-		m.maxExec = DefaultMaxExecuteTimeout
+		m.maxExec = defaultMaxExecuteTimeout
 	default:
 		m.maxExec = opts.MaxExecuteTimeout
 	}
@@ -152,19 +150,19 @@ func NewFilesystem(opts FilesystemOptions) (*Filesystem, error) {
 	case opts.GrepMaxCount < 0:
 		return nil, fmt.Errorf("filesystem middleware: GrepMaxCount must be positive, 0 for the default or NoLimit, got %d", opts.GrepMaxCount)
 	case opts.GrepMaxCount == 0:
-		m.grepMax = DefaultGrepMaxCount
+		m.grepMax = defaultGrepMaxCount
 	default:
 		m.grepMax = opts.GrepMaxCount
 	}
 	if opts.GlobTimeout < 0 || opts.GlobWorkers < 0 {
 		return nil, fmt.Errorf("filesystem middleware: GlobTimeout and GlobWorkers must not be negative")
 	}
-	m.globWait = cmpOr(opts.GlobTimeout, DefaultGlobTimeout)
-	m.globSlots = make(chan struct{}, cmpOr(opts.GlobWorkers, DefaultGlobWorkers))
+	m.globWait = cmpOr(opts.GlobTimeout, defaultGlobTimeout)
+	m.globSlots = make(chan struct{}, cmpOr(opts.GlobWorkers, defaultGlobWorkers))
 	if m.perms, err = CompilePermissions(opts.Permissions); err != nil {
 		return nil, fmt.Errorf("filesystem middleware: %w", err)
 	}
-	if !m.perms.Empty() && backend.CanExecute(m.b) {
+	if !m.perms.empty() && backend.CanExecute(m.b) {
 		if err := permissionsScopedToRoutes(opts.Permissions, m.b); err != nil {
 			return nil, err
 		}
@@ -193,9 +191,9 @@ func tokenChars(field string, v, def int) (int, error) {
 	case v < 0:
 		return 0, fmt.Errorf("filesystem middleware: %s must be positive, 0 for the default or NoLimit, got %d", field, v)
 	case v == 0:
-		return def * CharsPerToken, nil
+		return def * charsPerToken, nil
 	}
-	return v * CharsPerToken, nil
+	return v * charsPerToken, nil
 }
 
 // permissionsScopedToRoutes accepts permissions on a backend that executes
@@ -228,16 +226,6 @@ func (*Filesystem) Name() string { return "FilesystemMiddleware" }
 
 // Tools implements agent.Middleware.
 func (m *Filesystem) Tools() []tool.Tool { return slices.Clone(m.tools) }
-
-// Backend returns the backend the tools work on.
-func (m *Filesystem) Backend() backend.Backend { return m.b }
-
-// Permissions returns the compiled permission rules (nil-safe when none).
-func (m *Filesystem) Permissions() *PermissionSet { return m.perms }
-
-// InterruptOn returns the human-in-the-loop entries that interrupt-mode
-// permissions require (nil without such rules).
-func (m *Filesystem) InterruptOn() InterruptOn { return m.perms.InterruptOn() }
 
 // artifactPath joins the backend's artifacts root and a relative path.
 func (m *Filesystem) artifactPath(rel string) string {

@@ -64,11 +64,6 @@ var defaultDescriptions = map[string]string{
 	ToolGrep: grepDescription(true), ToolExecute: executeDescription(true, true),
 }
 
-// DefaultToolDescription returns the built-in description of a filesystem
-// tool as constructed ("" for unknown names). grep and execute are adjusted
-// per model call to the tools actually visible.
-func DefaultToolDescription(name string) string { return defaultDescriptions[name] }
-
 func (m *Filesystem) impl(name string) func(context.Context, json.RawMessage) (tool.Result, error) {
 	switch name {
 	case ToolLs:
@@ -164,7 +159,7 @@ func (m *Filesystem) allowedPath(path string, op Operation) (string, *tool.Resul
 
 // readable drops paths the permissions deny reading.
 func (m *Filesystem) readable(paths []string) []string {
-	if m.perms.Empty() {
+	if m.perms.empty() {
 		return paths
 	}
 	out := paths[:0:0]
@@ -214,7 +209,7 @@ func (m *Filesystem) readFile(ctx context.Context, raw json.RawMessage) (tool.Re
 	if r := decode(ToolReadFile, raw, &a); r != nil {
 		return *r, nil
 	}
-	limit := DefaultReadFileLimit
+	limit := defaultReadFileLimit
 	if a.Limit != nil {
 		limit = *a.Limit
 	}
@@ -354,8 +349,8 @@ func (m *Filesystem) deleteFile(ctx context.Context, raw json.RawMessage) (tool.
 	if err != nil {
 		return tool.Errorf("%s", errText(err)), nil
 	}
-	if !m.perms.Empty() {
-		if deny := m.perms.DeleteDenyPatterns(p, hasDescendants(ctx, m.b, p)); len(deny) > 0 {
+	if !m.perms.empty() {
+		if deny := m.perms.deleteDenyPatterns(p, hasDescendants(ctx, m.b, p)); len(deny) > 0 {
 			return tool.Errorf("%s (matches deny rule(s): %s)", deniedText(OpWrite, p), strings.Join(deny, ", ")), nil
 		}
 	}
@@ -482,7 +477,7 @@ func (m *Filesystem) grep(ctx context.Context, raw json.RawMessage) (tool.Result
 	if req.MaxCount > 0 && len(matches) > req.MaxCount {
 		matches, truncated = matches[:req.MaxCount], true
 	}
-	if !m.perms.Empty() {
+	if !m.perms.empty() {
 		kept := matches[:0:0]
 		for _, gm := range matches {
 			if m.perms.Check(OpRead, gm.Path) != Deny {

@@ -17,9 +17,9 @@ import (
 // HumanInTheLoopName is the stack name of HumanInTheLoopMiddleware.
 const HumanInTheLoopName = "HumanInTheLoopMiddleware"
 
-// DefaultApprovalPrefix starts the description a reviewer sees for a tool
+// defaultApprovalPrefix starts the description a reviewer sees for a tool
 // call whose configuration gives none.
-const DefaultApprovalPrefix = "Tool execution requires approval"
+const defaultApprovalPrefix = "Tool execution requires approval"
 
 // HITLRequest is the interrupt payload of HumanInTheLoopMiddleware: one
 // action request and one review config per tool call awaiting review, in the
@@ -86,7 +86,8 @@ func Respond(text string) Decision { return Decision{Type: DecisionRespond, Mess
 type HumanInTheLoopConfig struct {
 	// InterruptOn says which tools are reviewed and how.
 	InterruptOn InterruptOn
-	// DescriptionPrefix starts the default description (DefaultApprovalPrefix when empty).
+	// DescriptionPrefix starts the default description ("Tool execution
+	// requires approval" when empty).
 	DescriptionPrefix string
 }
 
@@ -121,18 +122,13 @@ func NewHumanInTheLoop(cfg HumanInTheLoopConfig) (*HumanInTheLoopMiddleware, err
 	}
 	m := &HumanInTheLoopMiddleware{interruptOn: MergeInterruptOn(nil, cfg.InterruptOn), prefix: cfg.DescriptionPrefix}
 	if m.prefix == "" {
-		m.prefix = DefaultApprovalPrefix
+		m.prefix = defaultApprovalPrefix
 	}
 	return m, nil
 }
 
 // Name implements agent.Middleware.
 func (*HumanInTheLoopMiddleware) Name() string { return HumanInTheLoopName }
-
-// InterruptOn returns a copy of the configuration.
-func (m *HumanInTheLoopMiddleware) InterruptOn() InterruptOn {
-	return MergeInterruptOn(nil, m.interruptOn)
-}
 
 // reviewed is one call awaiting review.
 type reviewed struct {

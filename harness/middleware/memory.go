@@ -24,13 +24,13 @@ const MemoryContentsKey = "memory_contents"
 // memoryPlaceholder is replaced by the rendered memory files in the template.
 const memoryPlaceholder = "{agent_memory}"
 
-// NoMemoryText stands in for the memory block's content when no memory file has content.
-const NoMemoryText = "(No memory loaded)"
+// noMemoryText stands in for the memory block's content when no memory file has content.
+const noMemoryText = "(No memory loaded)"
 
-// DefaultMemoryPrompt is the template MemoryMiddleware appends to the system
+// defaultMemoryPrompt is the template MemoryMiddleware appends to the system
 // prompt; {agent_memory} is replaced by the memory files, each introduced by
 // its path.
-const DefaultMemoryPrompt = `<agent_memory>
+const defaultMemoryPrompt = `<agent_memory>
 {agent_memory}
 </agent_memory>
 
@@ -58,7 +58,7 @@ type MemoryOptions struct {
 	// block of requests to Anthropic models, so the system prompt with the
 	// memory is cached.
 	AddCacheControl bool
-	// SystemPrompt replaces DefaultMemoryPrompt when non-nil; it must
+	// SystemPrompt replaces the default memory prompt when non-nil; it must
 	// contain {agent_memory}. An empty string appends nothing.
 	SystemPrompt *string
 }
@@ -78,7 +78,7 @@ type MemoryMiddleware struct {
 
 // NewMemory validates the options and returns the middleware.
 func NewMemory(opts MemoryOptions) (*MemoryMiddleware, error) {
-	m := &MemoryMiddleware{backend: opts.Backend, prompt: DefaultMemoryPrompt, cache: opts.AddCacheControl}
+	m := &MemoryMiddleware{backend: opts.Backend, prompt: defaultMemoryPrompt, cache: opts.AddCacheControl}
 	if m.backend == nil {
 		m.backend = backend.NewState()
 	}
@@ -100,9 +100,6 @@ func NewMemory(opts MemoryOptions) (*MemoryMiddleware, error) {
 
 // Name implements agent.Middleware.
 func (m *MemoryMiddleware) Name() string { return MemoryName }
-
-// Sources returns the memory file paths in rendering order.
-func (m *MemoryMiddleware) Sources() []string { return slices.Clone(m.sources) }
 
 // StateKeys implements agent.Middleware.
 func (m *MemoryMiddleware) StateKeys() []agent.StateKey {
@@ -151,10 +148,10 @@ var (
 	commentLines = regexp.MustCompile(`(?ms)^[ \t]*<!--.*?-->[ \t]*(?:\n|\z)`)
 )
 
-// RenderMemory renders memory files for the {agent_memory} placeholder:
+// renderMemory renders memory files for the {agent_memory} placeholder:
 // each file with content, in the order of sources, as its path, a blank line
-// and its text with HTML comments removed; NoMemoryText when none has content.
-func RenderMemory(sources []string, contents map[string]string) string {
+// and its text with HTML comments removed; noMemoryText when none has content.
+func renderMemory(sources []string, contents map[string]string) string {
 	var sections []string
 	for _, src := range sources {
 		text, ok := contents[src]
@@ -169,7 +166,7 @@ func RenderMemory(sources []string, contents map[string]string) string {
 		sections = append(sections, src+"\n\n"+text)
 	}
 	if len(sections) == 0 {
-		return NoMemoryText
+		return noMemoryText
 	}
 	return strings.Join(sections, "\n\n")
 }
@@ -180,14 +177,14 @@ func isSpace(r rune) bool {
 
 // WrapModelCall implements agent.Middleware: it appends the memory section
 // and, when enabled for an Anthropic model, a cache breakpoint after it
-// (unless the request already carries MaxCacheBreakpoints).
+// (unless the request already carries the four Anthropic accepts).
 func (m *MemoryMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
 	if m.prompt != "" {
 		contents, _ := agent.Value[map[string]string](req.State, MemoryContentsKey)
-		req = req.AppendSystem(strings.Replace(m.prompt, memoryPlaceholder, RenderMemory(m.sources, contents), 1))
+		req = req.AppendSystem(strings.Replace(m.prompt, memoryPlaceholder, renderMemory(m.sources, contents), 1))
 	}
 	if n := len(req.System); m.cache && n > 0 && req.System[n-1].CacheControl == nil && isAnthropic(req.Model) &&
-		countBreakpoints(&req.Request) < MaxCacheBreakpoints {
+		countBreakpoints(&req.Request) < maxCacheBreakpoints {
 		c := req.Clone()
 		c.System = slices.Clone(req.System)
 		c.System[n-1].CacheControl = llm.Ephemeral()

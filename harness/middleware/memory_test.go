@@ -185,5 +185,5 @@ func TestMemoryTemplates(t *testing.T) {
 
 	m := newMemory(t, middleware.MemoryOptions{Sources: []string{"memory//AGENTS.md"}})
 	assert.Equal(t, "MemoryMiddleware", m.Name())
-	assert.Equal(t, []string{"/memory/AGENTS.md"}, m.Sources())
+	assert.Equal(t, []string{"/memory/AGENTS.md"}, middleware.MemorySources(m))
 }

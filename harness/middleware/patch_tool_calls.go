@@ -29,14 +29,14 @@ func NewPatchToolCalls() *PatchToolCallsMiddleware { return &PatchToolCallsMiddl
 // Name implements agent.Middleware.
 func (*PatchToolCallsMiddleware) Name() string { return PatchToolCallsName }
 
-// CancelledToolCallText is the synthetic result of a call that never ran.
-func CancelledToolCallText(name, id string) string {
+// cancelledToolCallText is the synthetic result of a call that never ran.
+func cancelledToolCallText(name, id string) string {
 	return fmt.Sprintf("Tool call %s with id %s was cancelled: another message came in before it could run.", orUnknown(name), id)
 }
 
-// MalformedToolCallText is the synthetic result of a call whose arguments
+// malformedToolCallText is the synthetic result of a call whose arguments
 // could not be parsed.
-func MalformedToolCallText(name, id string) string {
+func malformedToolCallText(name, id string) string {
 	return fmt.Sprintf("Tool call %s with id %s was not run: its arguments were malformed or truncated.", orUnknown(name), id)
 }
 
@@ -80,13 +80,13 @@ func (*PatchToolCallsMiddleware) BeforeAgent(_ context.Context, s *agent.State) 
 		for _, tc := range m.ToolCalls {
 			if tc.ID != "" && !answered[tc.ID] {
 				answered[tc.ID] = true
-				out = append(out, llm.ToolResult(tc.ID, orUnknown(tc.Name), CancelledToolCallText(tc.Name, tc.ID), false))
+				out = append(out, llm.ToolResult(tc.ID, orUnknown(tc.Name), cancelledToolCallText(tc.Name, tc.ID), false))
 			}
 		}
 		for _, tc := range m.InvalidToolCalls {
 			if tc.ID != "" && !answered[tc.ID] {
 				answered[tc.ID] = true
-				out = append(out, llm.ToolResult(tc.ID, orUnknown(tc.Name), MalformedToolCallText(tc.Name, tc.ID), true))
+				out = append(out, llm.ToolResult(tc.ID, orUnknown(tc.Name), malformedToolCallText(tc.Name, tc.ID), true))
 			}
 		}
 	}

@@ -115,7 +115,7 @@ func CompilePermissions(perms []Permission) (*PermissionSet, error) {
 }
 
 // Empty reports whether there are no rules.
-func (ps *PermissionSet) Empty() bool { return ps == nil || len(ps.rules) == 0 }
+func (ps *PermissionSet) empty() bool { return ps == nil || len(ps.rules) == 0 }
 
 // matched returns the patterns of r that match p.
 func (r *rule) matched(p string) []string {
@@ -147,7 +147,7 @@ func (ps *PermissionSet) Check(op Operation, p string) PermissionMode {
 	return Allow
 }
 
-// DeleteDenyPatterns returns the deny-write patterns that block deleting
+// deleteDenyPatterns returns the deny-write patterns that block deleting
 // target, or none when the delete is allowed. For a confirmed leaf (a plain
 // file) the first matching write rule decides, as for write_file. When the
 // target may have descendants, every deny-write pattern that could match
@@ -157,7 +157,7 @@ func (ps *PermissionSet) Check(op Operation, p string) PermissionMode {
 // one of its ancestors below the anchor, or its descendants: deny
 // "/work/*.log" lets "/work/notes.txt" go, deny "/work/*" blocks
 // "/work/app/child".
-func (ps *PermissionSet) DeleteDenyPatterns(target string, hasDescendants bool) []string {
+func (ps *PermissionSet) deleteDenyPatterns(target string, hasDescendants bool) []string {
 	if ps == nil {
 		return nil
 	}

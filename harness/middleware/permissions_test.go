@@ -174,7 +174,7 @@ func TestDeleteGeometry(t *testing.T) {
 	}
 	for _, tt := range tests {
 		ps := compile(t, tt.rules...)
-		assert.Equal(t, tt.want, ps.DeleteDenyPatterns(tt.target, !tt.leaf), tt.name)
+		assert.Equal(t, tt.want, middleware.DeleteDenyPatterns(ps, tt.target, !tt.leaf), tt.name)
 	}
 
 	// Through the tool: the backend decides whether the target is a leaf.
@@ -270,13 +270,13 @@ func TestInterruptOn(t *testing.T) {
 		assert.Equal(t, tt.want, cfg.When(argsCall(tt.tool, tt.args), &agent.State{}), "%s %s", tt.tool, tt.args)
 	}
 
-	// The middleware exposes the same entries, mergeable under the caller's.
-	mw := newMW(t, middleware.FilesystemOptions{Permissions: []middleware.Permission{rule(middleware.Interrupt, "w", "/secrets/**")}})
-	merged := middleware.MergeInterruptOn(mw.InterruptOn(), middleware.InterruptOn{"write_file": nil})
+	// The entries merge under the caller's.
+	merged := middleware.MergeInterruptOn(writeOnly, middleware.InterruptOn{"write_file": nil})
 	assert.Nil(t, merged["write_file"], "the caller's entry wins")
 	assert.NotNil(t, merged["edit_file"])
 
 	// Interrupt is not a denial at tool level.
+	mw := newMW(t, middleware.FilesystemOptions{Permissions: []middleware.Permission{rule(middleware.Interrupt, "w", "/secrets/**")}})
 	s := drive(t, mw, nil, []llm.ToolCall{call("w", "write_file", map[string]any{"file_path": "/secrets/a", "content": "x"})})
 	out, isErr := s.text(t, "w")
 	assert.False(t, isErr)

@@ -12,12 +12,12 @@ import (
 // AnthropicPromptCachingName is the stack name of AnthropicPromptCachingMiddleware.
 const AnthropicPromptCachingName = "AnthropicPromptCachingMiddleware"
 
-// AnthropicProvider is the provider name of Anthropic models (llm.Identity.Provider).
-const AnthropicProvider = "anthropic"
+// anthropicProvider is the provider name of Anthropic models (llm.Identity.Provider).
+const anthropicProvider = "anthropic"
 
-// MaxCacheBreakpoints is how many cache-control breakpoints Anthropic
+// maxCacheBreakpoints is how many cache-control breakpoints Anthropic
 // accepts in one request.
-const MaxCacheBreakpoints = 4
+const maxCacheBreakpoints = 4
 
 // PromptCachingOptions configures AnthropicPromptCachingMiddleware.
 type PromptCachingOptions struct {
@@ -31,8 +31,8 @@ type PromptCachingOptions struct {
 // definitions, system prompt, conversation so far) is read from the prompt
 // cache instead of being processed again. It marks the last tool, the last
 // system block and the last block of the latest message, skipping targets
-// that are already marked and never exceeding MaxCacheBreakpoints in the
-// request. Requests to other providers pass through untouched. It edits
+// that are already marked and never exceeding the four breakpoints Anthropic
+// accepts in one request. Requests to other providers pass through untouched. It edits
 // copies only: the request's slices and the state's messages are never
 // modified.
 type AnthropicPromptCachingMiddleware struct {
@@ -55,7 +55,7 @@ func (m *AnthropicPromptCachingMiddleware) Name() string { return AnthropicPromp
 
 func isAnthropic(model llm.ChatModel) bool {
 	id, ok := llm.IdentityOf(model)
-	return ok && id.Provider == AnthropicProvider
+	return ok && id.Provider == anthropicProvider
 }
 
 func (m *AnthropicPromptCachingMiddleware) marker() *llm.CacheControl {
@@ -69,7 +69,7 @@ func (m *AnthropicPromptCachingMiddleware) WrapModelCall(ctx context.Context, re
 	if !isAnthropic(req.Model) {
 		return next(ctx, req)
 	}
-	budget := MaxCacheBreakpoints - countBreakpoints(&req.Request)
+	budget := maxCacheBreakpoints - countBreakpoints(&req.Request)
 	c := req.Clone()
 	if n := len(c.Tools); budget > 0 && n > 0 && c.Tools[n-1].CacheControl == nil {
 		c.Tools = slices.Clone(c.Tools)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -34,17 +33,17 @@ const (
 
 // Limits of the agentskills.io format.
 const (
-	MaxSkillFileSize            = 10 << 20
-	MaxSkillNameLength          = 64
-	MaxSkillDescriptionLength   = 1024
-	MaxSkillCompatibilityLength = 500
+	maxSkillFileSize            = 10 << 20
+	maxSkillNameLength          = 64
+	maxSkillDescriptionLength   = 1024
+	maxSkillCompatibilityLength = 500
 	// maxSkillWarnings are shown in the prompt, each at most maxSkillWarningLength characters.
 	maxSkillWarnings      = 20
 	maxSkillWarningLength = 1000
 )
 
-// SkillFileName is the file that defines a skill in its directory.
-const SkillFileName = "SKILL.md"
+// skillFileName is the file that defines a skill in its directory.
+const skillFileName = "SKILL.md"
 
 // Placeholders of the skills template.
 const (
@@ -53,10 +52,10 @@ const (
 	skillsListSlot      = "{skills_list}"
 )
 
-// DefaultSkillsPrompt is the template SkillsMiddleware appends to the system
+// defaultSkillsPrompt is the template SkillsMiddleware appends to the system
 // prompt. {skills_load_warnings} expands to nothing or to a block ending in
 // a blank line.
-const DefaultSkillsPrompt = `## Skills
+const defaultSkillsPrompt = `## Skills
 
 You have a library of skills: folders of instructions, scripts and reference material for particular kinds of tasks. Each skill's SKILL.md says when and how to use it.
 
@@ -100,7 +99,7 @@ type SkillsOptions struct {
 	// Sources are searched in order; a later source's skill replaces an
 	// earlier one of the same name.
 	Sources []SkillSource
-	// SystemPrompt replaces DefaultSkillsPrompt when non-nil; it must
+	// SystemPrompt replaces the default skills prompt when non-nil; it must
 	// contain {skills_locations}, {skills_load_warnings} and {skills_list}.
 	// An empty string appends nothing.
 	SystemPrompt *string
@@ -133,7 +132,7 @@ type SkillsMiddleware struct {
 
 // NewSkills validates the options and returns the middleware.
 func NewSkills(opts SkillsOptions) (*SkillsMiddleware, error) {
-	m := &SkillsMiddleware{backend: opts.Backend, prompt: DefaultSkillsPrompt, log: opts.Logger}
+	m := &SkillsMiddleware{backend: opts.Backend, prompt: defaultSkillsPrompt, log: opts.Logger}
 	if m.backend == nil {
 		m.backend = backend.NewState()
 	}
@@ -161,7 +160,7 @@ func NewSkills(opts SkillsOptions) (*SkillsMiddleware, error) {
 		}
 		label := src.Label
 		if label == "" {
-			label = SourceLabel(src.Path)
+			label = sourceLabel(src.Path)
 		}
 		m.sources = append(m.sources, SkillSource{Path: p, Label: label})
 	}
@@ -172,19 +171,16 @@ func NewSkills(opts SkillsOptions) (*SkillsMiddleware, error) {
 // Name implements agent.Middleware.
 func (m *SkillsMiddleware) Name() string { return SkillsName }
 
-// Sources returns the normalised sources with their labels, in priority order.
-func (m *SkillsMiddleware) Sources() []SkillSource { return slices.Clone(m.sources) }
-
 // StateKeys implements agent.Middleware.
 func (m *SkillsMiddleware) StateKeys() []agent.StateKey {
 	return []agent.StateKey{{Name: SkillsMetadataKey, Private: true}, {Name: SkillsLoadErrorsKey, Private: true}}
 }
 
-// SourceLabel derives a source's label from its path: the last component
+// sourceLabel derives a source's label from its path: the last component
 // title-cased ("/skills/user/" → "User"); for a directory named "skills",
 // its parent's name without leading dots ("~/.claude/skills" → "Claude");
 // "built_in_skills" → "Built-in"; "Unnamed" when nothing is left.
-func SourceLabel(p string) string {
+func sourceLabel(p string) string {
 	p = strings.TrimRight(p, "/")
 	if p == "" {
 		return "Unnamed"
@@ -246,7 +242,7 @@ func (m *SkillsMiddleware) load(ctx context.Context) ([]Skill, []string) {
 		var files []string
 		for _, e := range entries {
 			if e.IsDir {
-				files = append(files, path.Join(e.Path, SkillFileName))
+				files = append(files, path.Join(e.Path, skillFileName))
 			}
 		}
 		if len(files) == 0 {
@@ -265,7 +261,7 @@ func (m *SkillsMiddleware) load(ctx context.Context) ([]Skill, []string) {
 				}
 				continue
 			}
-			sk, warnings, err := ParseSkill(file, r.Content)
+			sk, warnings, err := parseSkill(file, r.Content)
 			for _, w := range warnings {
 				m.log.Warn("SkillsMiddleware: "+w, "path", file)
 			}
@@ -288,15 +284,15 @@ func (m *SkillsMiddleware) load(ctx context.Context) ([]Skill, []string) {
 // frontmatter matches the YAML frontmatter at the start of a SKILL.md.
 var frontmatter = regexp.MustCompile(`(?s)^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)`)
 
-// ParseSkill parses a SKILL.md. It fails (the skill is skipped) when the
+// parseSkill parses a SKILL.md. It fails (the skill is skipped) when the
 // file is too large, has no frontmatter, its YAML is invalid or not a
 // mapping, or name or description is missing; errors name the file and, for
 // YAML, the line. Problems that leave the skill usable (a name that breaks
 // the naming rules or differs from the directory, an over-long description
 // or compatibility, ignored fields) come back as warnings.
-func ParseSkill(file string, content []byte) (Skill, []string, error) {
-	if len(content) > MaxSkillFileSize {
-		return Skill{}, nil, fmt.Errorf("%s: skipped: larger than %d MiB", file, MaxSkillFileSize>>20)
+func parseSkill(file string, content []byte) (Skill, []string, error) {
+	if len(content) > maxSkillFileSize {
+		return Skill{}, nil, fmt.Errorf("%s: skipped: larger than %d MiB", file, maxSkillFileSize>>20)
 	}
 	if !utf8.Valid(content) {
 		return Skill{}, nil, fmt.Errorf("%s: skipped: not UTF-8 text", file)
@@ -340,14 +336,14 @@ func ParseSkill(file string, content []byte) (Skill, []string, error) {
 		return Skill{}, nil, err
 	}
 	dir := path.Base(path.Dir(file))
-	if !ValidSkillName(name) {
-		warnings = append(warnings, fmt.Sprintf("skill name %q breaks the naming rules (1-%d lowercase letters, digits and single hyphens, not at either end)", name, MaxSkillNameLength))
+	if !validSkillName(name) {
+		warnings = append(warnings, fmt.Sprintf("skill name %q breaks the naming rules (1-%d lowercase letters, digits and single hyphens, not at either end)", name, maxSkillNameLength))
 	}
 	if name != dir {
 		warnings = append(warnings, fmt.Sprintf("skill name %q differs from its directory %q", name, dir))
 	}
 	sk := Skill{Name: name, Path: file}
-	sk.Description = clipField(desc, MaxSkillDescriptionLength, "description", &warnings)
+	sk.Description = clipField(desc, maxSkillDescriptionLength, "description", &warnings)
 	if v, ok := fm["license"]; ok && v != nil {
 		if s, ok := yamlScalar(v); ok {
 			sk.License = strings.TrimSpace(s)
@@ -357,7 +353,7 @@ func ParseSkill(file string, content []byte) (Skill, []string, error) {
 	}
 	if v, ok := fm["compatibility"]; ok && v != nil {
 		if s, ok := yamlScalar(v); ok {
-			sk.Compatibility = clipField(strings.TrimSpace(s), MaxSkillCompatibilityLength, "compatibility", &warnings)
+			sk.Compatibility = clipField(strings.TrimSpace(s), maxSkillCompatibilityLength, "compatibility", &warnings)
 		} else {
 			warnings = append(warnings, "frontmatter field \"compatibility\" is not a string and is ignored")
 		}
@@ -423,12 +419,12 @@ func yamlScalar(v any) (string, bool) {
 	return fmt.Sprint(v), true
 }
 
-// ValidSkillName reports whether name follows the agentskills.io rules: 1 to
+// validSkillName reports whether name follows the agentskills.io rules: 1 to
 // 64 characters, lowercase letters (any script that has case) and digits,
 // single hyphens between them.
-func ValidSkillName(name string) bool {
+func validSkillName(name string) bool {
 	n := utf8.RuneCountInString(name)
-	if n == 0 || n > MaxSkillNameLength || strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-") || strings.Contains(name, "--") {
+	if n == 0 || n > maxSkillNameLength || strings.HasPrefix(name, "-") || strings.HasSuffix(name, "-") || strings.Contains(name, "--") {
 		return false
 	}
 	for _, r := range name {

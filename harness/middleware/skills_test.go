@@ -269,6 +269,6 @@ func TestSkillsOptions(t *testing.T) {
 
 	m := newSkills(t, middleware.SkillsOptions{Sources: []middleware.SkillSource{{Path: "/skills/user/"}, {Path: "/x", Label: "Mine"}}})
 	assert.Equal(t, "SkillsMiddleware", m.Name())
-	assert.Equal(t, []middleware.SkillSource{{Path: "/skills/user", Label: "User"}, {Path: "/x", Label: "Mine"}}, m.Sources())
+	assert.Equal(t, []middleware.SkillSource{{Path: "/skills/user", Label: "User"}, {Path: "/x", Label: "Mine"}}, middleware.SkillSources(m))
 	assert.Empty(t, m.Tools(), "skills are read with read_file; the middleware adds no tools")
 }

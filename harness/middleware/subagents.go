@@ -144,20 +144,6 @@ func (m *SubAgentMiddleware) Name() string { return "SubAgentMiddleware" }
 // Tools implements agent.Middleware.
 func (m *SubAgentMiddleware) Tools() []tool.Tool { return []tool.Tool{m.task} }
 
-// WithPrivateKeys returns a copy of the middleware that also keeps the given
-// state keys out of subagents; the assembly calls it once the main stack,
-// and so its private keys, are known.
-func (m *SubAgentMiddleware) WithPrivateKeys(keys []string) *SubAgentMiddleware {
-	opts := m.opts
-	opts.PrivateKeys = append(slices.Clone(m.opts.PrivateKeys), keys...)
-	c, err := NewSubAgentMiddleware(opts)
-	if err != nil {
-		// The options were valid when m was built and keys cannot make them invalid.
-		panic(err)
-	}
-	return c
-}
-
 // SubAgents returns the configured subagents in order.
 func (m *SubAgentMiddleware) SubAgents() []SubAgent { return slices.Clone(m.opts.SubAgents) }
 

@@ -28,22 +28,22 @@ const (
 
 // Defaults of SummarizationMiddleware (Deep Agents' values).
 const (
-	// DefaultTriggerFraction of a known context window starts summarization.
-	DefaultTriggerFraction = 0.85
-	// DefaultKeepFraction of a known context window is kept verbatim.
-	DefaultKeepFraction = 0.10
-	// DefaultTriggerTokens starts summarization when the window is unknown.
-	DefaultTriggerTokens = 170_000
-	// DefaultKeepMessages are kept verbatim when the window is unknown.
-	DefaultKeepMessages = 6
-	// DefaultTruncateMessages is the argument-truncation trigger and keep
+	// defaultTriggerFraction of a known context window starts summarization.
+	defaultTriggerFraction = 0.85
+	// defaultKeepFraction of a known context window is kept verbatim.
+	defaultKeepFraction = 0.10
+	// defaultTriggerTokens starts summarization when the window is unknown.
+	defaultTriggerTokens = 170_000
+	// defaultKeepMessages are kept verbatim when the window is unknown.
+	defaultKeepMessages = 6
+	// defaultTruncateMessages is the argument-truncation trigger and keep
 	// (in messages) when the window is unknown.
-	DefaultTruncateMessages = 20
-	// DefaultTruncateMaxLength is the longest write_file/edit_file argument
+	defaultTruncateMessages = 20
+	// defaultTruncateMaxLength is the longest write_file/edit_file argument
 	// (in characters) left alone in old messages.
-	DefaultTruncateMaxLength = 2000
-	// DefaultTruncationText replaces the rest of a truncated argument.
-	DefaultTruncationText = "...(argument truncated)"
+	defaultTruncateMaxLength = 2000
+	// defaultTruncationText replaces the rest of a truncated argument.
+	defaultTruncationText = "...(argument truncated)"
 	// truncatedPrefixChars of an argument survive truncation.
 	truncatedPrefixChars = 20
 	// keepWithoutWindow messages are kept by a fraction policy whose window is unknown.
@@ -115,9 +115,9 @@ type TruncateArgsOptions struct {
 	// window, else 20 messages.
 	Keep Threshold
 	// MaxLength is the longest argument (characters) left alone; 0 means
-	// DefaultTruncateMaxLength.
+	// 2000.
 	MaxLength int
-	// Text replaces the truncated rest; "" means DefaultTruncationText.
+	// Text replaces the truncated rest; "" means "...(argument truncated)".
 	Text string
 }
 
@@ -139,7 +139,8 @@ type SummarizationOptions struct {
 	// TruncateArgs configures argument truncation of old file edits.
 	TruncateArgs TruncateArgsOptions
 	// SummaryPrompt is sent to the summariser; it must contain {messages}.
-	// "" means DefaultSummaryPrompt.
+	// "" means the default prompt, which asks for what the agent needs to
+	// carry on.
 	SummaryPrompt string
 	// TrimTokensToSummarize bounds what the summariser reads: only the most
 	// recent messages to summarize that fit are sent. 0 means 75% of a known
@@ -148,16 +149,17 @@ type SummarizationOptions struct {
 	// ContextWindow reports a model's context window in tokens (the model
 	// catalog); nil or false means unknown.
 	ContextWindow func(llm.Identity) (int, bool)
-	// CountTokens estimates a call's size; nil means ApproxCounter().
+	// CountTokens estimates a call's size; nil means an approximate count
+	// (about four ASCII characters per token) that needs no tokenizer.
 	CountTokens TokenCounter
 	// Logger receives warnings (history that could not be saved); nil means
 	// slog.Default().
 	Logger *slog.Logger
 }
 
-// DefaultSummaryPrompt asks the summariser for a summary that lets the agent
+// defaultSummaryPrompt asks the summariser for a summary that lets the agent
 // carry on. {messages} is replaced by the rendered conversation.
-const DefaultSummaryPrompt = `You are condensing the earlier part of a conversation between a user and an AI agent, so that the agent can keep working with a much shorter context. The agent will see only your summary followed by the most recent messages.
+const defaultSummaryPrompt = `You are condensing the earlier part of a conversation between a user and an AI agent, so that the agent can keep working with a much shorter context. The agent will see only your summary followed by the most recent messages.
 
 Write a summary that lets the agent continue without asking again for anything already settled. Include:
 - the user's goals, requirements and constraints, in their own words where they matter;
@@ -247,13 +249,13 @@ func NewSummarization(opts SummarizationOptions) (*SummarizationMiddleware, erro
 		return nil, fmt.Errorf("SummarizationMiddleware: truncate_args.max_length must be positive, got %d", ta.MaxLength)
 	}
 	if ta.MaxLength == 0 {
-		ta.MaxLength = DefaultTruncateMaxLength
+		ta.MaxLength = defaultTruncateMaxLength
 	}
 	if ta.Text == "" {
-		ta.Text = DefaultTruncationText
+		ta.Text = defaultTruncationText
 	}
 	if opts.SummaryPrompt == "" {
-		opts.SummaryPrompt = DefaultSummaryPrompt
+		opts.SummaryPrompt = defaultSummaryPrompt
 	}
 	if !strings.Contains(opts.SummaryPrompt, "{messages}") {
 		return nil, errors.New("SummarizationMiddleware: summary prompt must contain the {messages} placeholder")
@@ -267,7 +269,7 @@ func NewSummarization(opts SummarizationOptions) (*SummarizationMiddleware, erro
 		m.log = slog.Default()
 	}
 	if m.count == nil {
-		m.count = ApproxCounter()
+		m.count = approxCounter()
 	}
 	return m, nil
 }
@@ -279,9 +281,6 @@ func (m *SummarizationMiddleware) Name() string { return SummarizationName }
 func (m *SummarizationMiddleware) StateKeys() []agent.StateKey {
 	return []agent.StateKey{{Name: SummarizationEventKey, Private: true}, {Name: SummarizationSessionKey, Private: true}}
 }
-
-// Backend returns the backend history is offloaded to.
-func (m *SummarizationMiddleware) Backend() backend.Backend { return m.backend }
 
 // policy is the options resolved against one model's context window.
 type policy struct {
@@ -311,16 +310,16 @@ func (o *SummarizationOptions) resolvePolicy(known bool) policy {
 	p := policy{known: known, trigger: o.Trigger, keep: o.Keep}
 	if p.trigger == nil {
 		if known {
-			p.trigger = []Threshold{{Fraction: DefaultTriggerFraction}}
+			p.trigger = []Threshold{{Fraction: defaultTriggerFraction}}
 		} else {
-			p.trigger = []Threshold{{Tokens: DefaultTriggerTokens}}
+			p.trigger = []Threshold{{Tokens: defaultTriggerTokens}}
 		}
 	}
 	if p.keep.isZero() {
 		if known {
-			p.keep = Threshold{Fraction: DefaultKeepFraction}
+			p.keep = Threshold{Fraction: defaultKeepFraction}
 		} else {
-			p.keep = Threshold{Messages: DefaultKeepMessages}
+			p.keep = Threshold{Messages: defaultKeepMessages}
 		}
 	}
 	ta := o.TruncateArgs
@@ -328,16 +327,16 @@ func (o *SummarizationOptions) resolvePolicy(known bool) policy {
 		p.truncTrigger, p.truncKeep = ta.Trigger, ta.Keep
 		if p.truncTrigger == nil {
 			if known {
-				p.truncTrigger = []Threshold{{Fraction: DefaultTriggerFraction}}
+				p.truncTrigger = []Threshold{{Fraction: defaultTriggerFraction}}
 			} else {
-				p.truncTrigger = []Threshold{{Messages: DefaultTruncateMessages}}
+				p.truncTrigger = []Threshold{{Messages: defaultTruncateMessages}}
 			}
 		}
 		if p.truncKeep.isZero() {
 			if known {
-				p.truncKeep = Threshold{Fraction: DefaultKeepFraction}
+				p.truncKeep = Threshold{Fraction: defaultKeepFraction}
 			} else {
-				p.truncKeep = Threshold{Messages: DefaultTruncateMessages}
+				p.truncKeep = Threshold{Messages: defaultTruncateMessages}
 			}
 		}
 	}

@@ -15,7 +15,8 @@ type TokenCounter func(system []llm.Block, messages []llm.Message, tools []llm.T
 
 // Constants of the approximate token counter.
 const (
-	// charsPerToken is the usual rule of thumb for English text and code.
+	// charsPerToken is the usual rule of thumb for English text and code;
+	// the filesystem middleware turns its token limits into characters with it.
 	charsPerToken = 4
 	// messageOverheadTokens covers the role marker and separators every
 	// message costs on the wire.
@@ -28,14 +29,14 @@ const (
 	mediaBlockTokens = 1500
 )
 
-// ApproxTokens is a stateless approximate TokenCounter: four ASCII
+// approxTokens is a stateless approximate TokenCounter: four ASCII
 // characters per token, and two characters per token for everything else
 // (a conservative guess for accented, Cyrillic or CJK text, where tokens
 // carry fewer characters), plus a small overhead per message and per tool.
 // It needs no tokenizer files and no network. SummarizationMiddleware uses
-// ApproxCounter, which gives the same answers but measures each tool schema
+// approxCounter, which gives the same answers but measures each tool schema
 // only once.
-func ApproxTokens(system []llm.Block, messages []llm.Message, tools []llm.ToolSpec) int {
+func approxTokens(system []llm.Block, messages []llm.Message, tools []llm.ToolSpec) int {
 	n := blocksTokens(system) + messagesTokens(messages)
 	for i := range tools {
 		n += toolTokens(&tools[i])
@@ -43,11 +44,11 @@ func ApproxTokens(system []llm.Block, messages []llm.Message, tools []llm.ToolSp
 	return n
 }
 
-// ApproxCounter returns a TokenCounter equal to ApproxTokens that remembers
+// approxCounter returns a TokenCounter equal to approxTokens that remembers
 // the size of every tool schema it has measured, so that the dozens of tools
 // an agent offers on every call are not re-measured each time. The cache
 // holds one entry per tool name and is safe for concurrent use.
-func ApproxCounter() TokenCounter {
+func approxCounter() TokenCounter {
 	c := newToolCache()
 	return func(system []llm.Block, messages []llm.Message, tools []llm.ToolSpec) int {
 		return blocksTokens(system) + messagesTokens(messages) + c.total(tools)

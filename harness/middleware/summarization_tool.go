@@ -17,15 +17,15 @@ const SummarizationToolName = "SummarizationToolMiddleware"
 // CompactConversationTool is the name of the tool SummarizationToolMiddleware contributes.
 const CompactConversationTool = "compact_conversation"
 
-// DefaultCompactDescription is the description of compact_conversation.
-const DefaultCompactDescription = "Summarize the older part of this conversation to free context space. " +
+// defaultCompactDescription is the description of compact_conversation.
+const defaultCompactDescription = "Summarize the older part of this conversation to free context space. " +
 	"Use it when the conversation has grown long and the earlier details are no longer needed verbatim, for example before starting a new phase of work. " +
 	"The most recent messages stay as they are, and the full earlier history is saved to a file you can read later. " +
 	"It does nothing while the conversation is still short. Takes no arguments."
 
 // Results of compact_conversation the model sees.
 const (
-	CompactNothingText = "Nothing to compact yet — the conversation is still well within its token budget."
+	compactNothingText = "Nothing to compact yet — the conversation is still well within its token budget."
 	compactDoneFormat  = "Conversation compacted. Summarized %d messages into a concise summary."
 	compactFailFormat  = "Compaction failed: an error occurred while generating the summary (%v). " +
 		"The conversation has not been compacted — no messages were summarized or removed."
@@ -40,7 +40,7 @@ type CompactConversationOptions struct {
 	// SystemPrompt, when non-empty, is appended to every model call (for
 	// example a hint about when to compact).
 	SystemPrompt string
-	// ToolDescription replaces DefaultCompactDescription when non-empty.
+	// ToolDescription replaces the default description when non-empty.
 	ToolDescription string
 }
 
@@ -70,7 +70,7 @@ func NewCompactConversation(s *SummarizationMiddleware, opts CompactConversation
 	}
 	desc := opts.ToolDescription
 	if desc == "" {
-		desc = DefaultCompactDescription
+		desc = defaultCompactDescription
 	}
 	m := &SummarizationToolMiddleware{s: s, opts: opts}
 	m.tool = &tool.Func{
@@ -112,11 +112,11 @@ func (m *SummarizationToolMiddleware) compact(ctx context.Context, _ json.RawMes
 		tokens = s.count(nil, v.msgs, nil)
 	}
 	if !p.anyMet(p.trigger, tokens, len(v.msgs), compactEligibility) {
-		return tool.Text(CompactNothingText), nil
+		return tool.Text(compactNothingText), nil
 	}
 	cut := s.cutoff(v.msgs, p.keep, p, true)
 	if cut <= v.firstNew() {
-		return tool.Text(CompactNothingText), nil
+		return tool.Text(compactNothingText), nil
 	}
 	model := s.opts.Model
 	if model == nil {

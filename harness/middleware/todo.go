@@ -17,16 +17,9 @@ const TodoListName = "TodoListMiddleware"
 // WriteTodosTool is the name of the tool TodoListMiddleware contributes.
 const WriteTodosTool = "write_todos"
 
-// Todo statuses accepted by write_todos.
-const (
-	TodoPending    = "pending"
-	TodoInProgress = "in_progress"
-	TodoCompleted  = "completed"
-)
-
-// DefaultTodoSystemPrompt is the fragment TodoListMiddleware appends to the
+// defaultTodoSystemPrompt is the fragment TodoListMiddleware appends to the
 // system prompt of every model call.
-const DefaultTodoSystemPrompt = "## `write_todos`\n\n" +
+const defaultTodoSystemPrompt = "## `write_todos`\n\n" +
 	"You have a `write_todos` tool for planning and tracking work that takes many steps. " +
 	"Use it to break a larger objective into concrete steps and to let the user follow your progress. " +
 	"For a request you can finish in a few simple steps, skip the list and just do the work.\n\n" +
@@ -35,8 +28,8 @@ const DefaultTodoSystemPrompt = "## `write_todos`\n\n" +
 	"- Revise the list as you learn: add steps that turn up and remove the ones that no longer matter.\n" +
 	"- Call `write_todos` at most once per turn, never several times in parallel."
 
-// DefaultTodoToolDescription is the description of the write_todos tool.
-const DefaultTodoToolDescription = "Replace your todo list for the current task. " +
+// defaultTodoToolDescription is the description of the write_todos tool.
+const defaultTodoToolDescription = "Replace your todo list for the current task. " +
 	"Use it for work with three or more distinct steps, when the user hands you several tasks, or when the user asks for a plan; " +
 	"skip it for trivial or purely conversational requests.\n\n" +
 	"Each item has a content (a short, specific, actionable step) and a status: " +
@@ -51,10 +44,10 @@ const DefaultTodoToolDescription = "Replace your todo list for the current task.
 // TodoListConfig configures TodoListMiddleware. The zero value uses the
 // default prompt fragment and tool description.
 type TodoListConfig struct {
-	// SystemPrompt replaces DefaultTodoSystemPrompt when non-nil; an empty
+	// SystemPrompt replaces the default prompt fragment when non-nil; an empty
 	// string appends nothing.
 	SystemPrompt *string
-	// ToolDescription replaces DefaultTodoToolDescription when non-empty.
+	// ToolDescription replaces the default tool description when non-empty.
 	ToolDescription string
 }
 
@@ -71,11 +64,11 @@ type TodoListMiddleware struct {
 // NewTodoList returns a todo-list middleware. Every call returns a fresh
 // instance, which is what a profile's extra-middleware factory wants.
 func NewTodoList(cfg TodoListConfig) *TodoListMiddleware {
-	prompt := DefaultTodoSystemPrompt
+	prompt := defaultTodoSystemPrompt
 	if cfg.SystemPrompt != nil {
 		prompt = *cfg.SystemPrompt
 	}
-	desc := DefaultTodoToolDescription
+	desc := defaultTodoToolDescription
 	if cfg.ToolDescription != "" {
 		desc = cfg.ToolDescription
 	}
@@ -87,9 +80,6 @@ func (m *TodoListMiddleware) Name() string { return TodoListName }
 
 // Tools implements agent.Middleware.
 func (m *TodoListMiddleware) Tools() []tool.Tool { return []tool.Tool{m.tool} }
-
-// SystemPrompt returns the fragment appended to each model call's system prompt.
-func (m *TodoListMiddleware) SystemPrompt() string { return m.prompt }
 
 // WrapModelCall implements agent.Middleware: it appends the prompt fragment.
 func (m *TodoListMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {

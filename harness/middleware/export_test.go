@@ -1,0 +1,30 @@
+package middleware
+
+// Unexported defaults and helpers that the external tests compare against.
+
+const (
+	NoMemoryText            = noMemoryText
+	DefaultMemoryPrompt     = defaultMemoryPrompt
+	DefaultSkillsPrompt     = defaultSkillsPrompt
+	MaxSkillFileSize        = maxSkillFileSize
+	CompactNothingText      = compactNothingText
+	DefaultTodoSystemPrompt = defaultTodoSystemPrompt
+)
+
+var (
+	ParseSkill         = parseSkill
+	SourceLabel        = sourceLabel
+	ApproxTokens       = approxTokens
+	ApproxCounter      = approxCounter
+	DeleteDenyPatterns = (*PermissionSet).deleteDenyPatterns
+)
+
+// DefaultToolDescription is the built-in description of a filesystem tool
+// as constructed ("" for unknown names).
+func DefaultToolDescription(name string) string { return defaultDescriptions[name] }
+
+// MemorySources returns m's memory file paths in rendering order.
+func MemorySources(m *MemoryMiddleware) []string { return m.sources }
+
+// SkillSources returns m's normalised sources in priority order.
+func SkillSources(m *SkillsMiddleware) []SkillSource { return m.sources }
