@@ -46,27 +46,55 @@ type builtAgent struct {
 // run) was cancelled, which is left out of the results.
 func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail *CellDetail, skipped bool) {
 	start := time.Now()
-	res = CellResult{CellKey: cell.CellKey, ID: cell.ID, Tags: cell.CaseDef.Tags, Checks: []CheckOutcome{}, ToolCalls: []string{}, CostKnown: true}
 	detail = &CellDetail{SchemaVersion: SchemaVersion, Input: cell.CaseDef.Input, Messages: []llm.Message{}}
 	if r.mode != fakes.ModeLive {
 		if rel, err := filepath.Rel(r.s.Dir, cell.Cassette); err == nil {
 			detail.Cassette = filepath.ToSlash(rel)
 		}
 	}
-	finish := func() {
-		res.DurationMS = time.Since(start).Milliseconds()
-		detail.Result = res
+	run, err := r.execute(ctx, cell)
+	if err != nil {
+		res = CellResult{Status: StatusError, Error: err.Error(), Checks: []rubrics.CheckVerdict{}, ToolCalls: []string{}, CostKnown: true}
+	} else {
+		res = judge(context.WithoutCancel(ctx), cell.CaseDef, run)
+		fillDetail(detail, cell.CaseDef, run)
 	}
-	fail := func(err error) (CellResult, *CellDetail, bool) {
-		res.Status, res.Error, res.Score = StatusError, err.Error(), 0
-		res.Checks = []CheckOutcome{}
-		finish()
-		return res, detail, ctx.Err() != nil
-	}
+	res.CellKey, res.ID, res.Tags = cell.CellKey, cell.ID, cell.CaseDef.Tags
+	res.DurationMS = time.Since(start).Milliseconds()
+	detail.Result = res
+	return res, detail, res.Status == StatusError && ctx.Err() != nil
+}
 
+// cellRun is what executing a cell left, for judging and for its detail file.
+type cellRun struct {
+	// rec is what checks and the rubric judge: the transcript and tool
+	// calls, the agent's files, usage, cost and the run's error.
+	rec *rubrics.Record
+	// final is the agent's final state; nil when the run did not return one.
+	final  *agent.State
+	events []agent.Event
+	// seeds are the files the run started with.
+	seeds map[string]agent.FileData
+	steps int
+	// costUSD prices the run's model calls; costKnown is false when a
+	// model had no price, and then costUSD counts only what could be priced.
+	costUSD   float64
+	costKnown bool
+	// interrupted is set when the agent paused for human input.
+	interrupted bool
+}
+
+// limitHit reports whether the run stopped on one of the suite's limits,
+// which fails the cell but still judges it.
+func (run *cellRun) limitHit() bool { return run.rec.Err != nil && isLimit(run.rec.Err) }
+
+// execute runs the cell's agent and records what it did. An error means
+// there is nothing to judge: the models, the grader or the agent could not
+// be built, the run was cancelled, or its cassette could not be saved.
+func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	cm, err := r.models(cell)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	stopped := cm.rec == nil
 	stop := func() error {
@@ -82,22 +110,15 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	if cell.CaseDef.Rubric != nil {
 		gm, err := cm.resolve(r.s.Grader.Model)
 		if err != nil {
-			return fail(fmt.Errorf("grader: %w", err))
+			return nil, fmt.Errorf("grader: %w", err)
 		}
-		grader, err = middleware.NewRubricMiddleware(middleware.RubricOptions{
-			Model:         gm,
-			MaxIterations: r.s.Grader.MaxIterations,
-			Temperature:   r.s.Grader.Temperature,
-			Seed:          r.s.Grader.Seed,
-			Logger:        r.log,
-		})
-		if err != nil {
-			return fail(err)
+		if grader, err = r.newGrader(gm); err != nil {
+			return nil, err
 		}
 	}
 	built, err := r.buildAgent(ctx, cell, cm.resolve, grader)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 
 	in := agent.Input{Messages: []llm.Message{llm.User(cell.CaseDef.Input)}, Files: built.seeds}
@@ -135,57 +156,70 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	}
 	out, runErr := built.agent.Invoke(runCtx, in, opts...)
 	if runErr != nil && ctx.Err() != nil {
-		return fail(ctx.Err())
+		return nil, ctx.Err()
 	}
 	if runErr != nil && runCtx.Err() != nil {
 		runErr = context.Cause(runCtx)
 	}
 	if err := stop(); err != nil {
-		return fail(fmt.Errorf("saving the cassette: %w", err))
+		return nil, fmt.Errorf("saving the cassette: %w", err)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 
-	var final *agent.State
+	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known}
 	if out != nil {
-		final = out.State
+		run.final = out.State
 	}
-	rec := rubrics.NewRecord(events, final)
-	rec.Files = cellFiles{state: rubrics.StateFiles(stateFiles(final)), b: built.backend}
+	rec := rubrics.NewRecord(events, run.final)
+	rec.Files = cellFiles{state: rubrics.StateFiles(stateFiles(run.final)), b: built.backend}
 	rec.Err = runErr
 	if pricer.known {
 		usd := pricer.usd
 		rec.CostUSD = &usd
 	}
-	res.Usage = rec.Usage
-	res.CostUSD, res.CostKnown = pricer.usd, pricer.known
-	res.ToolCalls = append(res.ToolCalls, rec.ToolCallNames()...)
-	res.Steps = rec.Steps
+	run.rec, run.steps = rec, rec.Steps
 	if out != nil {
-		res.Steps = out.Steps
+		run.steps, run.interrupted = out.Steps, out.Interrupted()
 	}
-	r.fillDetail(detail, cell, final, rec, events, built.seeds)
+	return run, nil
+}
 
-	limitHit := runErr != nil && isLimit(runErr)
+// judge scores a run against its case: the checks, the rubric's grade, the
+// score and the status. A run that cannot be judged (it failed, paused for
+// input, or its grader broke) makes an errored result. It runs no agent;
+// ctx only reaches the checks reading the agent's files.
+func judge(ctx context.Context, c *Case, run *cellRun) CellResult {
+	rec := run.rec
+	res := CellResult{
+		Checks: []rubrics.CheckVerdict{}, Usage: rec.Usage, CostUSD: run.costUSD, CostKnown: run.costKnown,
+		Steps: run.steps, ToolCalls: append([]string{}, rec.ToolCallNames()...),
+	}
+	errored := func(err error) CellResult {
+		res.Status, res.Error, res.Score = StatusError, err.Error(), 0
+		res.Checks = []rubrics.CheckVerdict{}
+		return res
+	}
+	limitHit := run.limitHit()
 	switch {
-	case runErr != nil && !limitHit:
-		return fail(runErr)
-	case out != nil && out.Interrupted():
-		return fail(errors.New("the agent paused for human input (interrupt_on); a suite run cannot answer it"))
+	case rec.Err != nil && !limitHit:
+		return errored(rec.Err)
+	case run.interrupted:
+		return errored(errors.New("the agent paused for human input (interrupt_on); a suite run cannot answer it"))
 	}
 
 	// The run finished, or hit a limit: judge it.
-	checks := rubrics.EvaluateAll(context.WithoutCancel(ctx), cell.CaseDef.Checks, rec)
+	checks := rubrics.EvaluateAll(ctx, c.Checks, rec)
+	res.Checks = append(res.Checks, checks...)
 	checksPass := true
 	var checkSum float64
-	for _, c := range checks {
-		res.Checks = append(res.Checks, CheckOutcome{Name: c.Name, Passed: c.Passed, Score: c.Score, Detail: c.Detail})
-		checksPass = checksPass && c.Passed
-		checkSum += c.Score
+	for _, v := range checks {
+		checksPass = checksPass && v.Passed
+		checkSum += v.Score
 	}
 	rubricPass := true
 	var rubricScore float64
-	if rb := cell.CaseDef.Rubric; rb != nil {
+	if rb := c.Rubric; rb != nil {
 		ev, ok := rec.FinalEvaluation()
 		switch {
 		case ok:
@@ -194,36 +228,47 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 			rubricScore = g.Score
 			rubricPass = g.Passed && ev.Result != middleware.RubricFailed && ev.Result != middleware.RubricGraderError
 			if ev.Result == middleware.RubricGraderError && !limitHit {
-				return fail(fmt.Errorf("the rubric grader failed: %s", ev.Explanation))
+				return errored(fmt.Errorf("the rubric grader failed: %s", ev.Explanation))
 			}
 		case limitHit:
 			rubricPass = false
 		default:
-			return fail(errors.New("the run finished but the rubric grader never ran"))
+			return errored(errors.New("the run finished but the rubric grader never ran"))
 		}
 	}
 	switch {
-	case cell.CaseDef.Rubric != nil && len(checks) > 0:
+	case c.Rubric != nil && len(checks) > 0:
 		res.Score = (rubricScore + checkSum/float64(len(checks))) / 2
-	case cell.CaseDef.Rubric != nil:
+	case c.Rubric != nil:
 		res.Score = rubricScore
 	case len(checks) > 0:
 		res.Score = checkSum / float64(len(checks))
+	case limitHit:
+		res.Score = 0
 	default:
 		res.Score = 1
-		if limitHit {
-			res.Score = 0
-		}
 	}
 	res.Status = StatusFail
 	if checksPass && rubricPass && !limitHit {
 		res.Status = StatusPass
 	}
 	if limitHit {
-		res.Error = runErr.Error()
+		res.Error = rec.Err.Error()
 	}
-	finish()
-	return res, detail, false
+	return res
+}
+
+// newGrader builds the suite's rubric grader around its model with all the
+// grader settings of the suite, for the cells and for validation alike.
+func (r *runner) newGrader(model llm.ChatModel) (*middleware.RubricMiddleware, error) {
+	g := r.s.Grader
+	return middleware.NewRubricMiddleware(middleware.RubricOptions{
+		Model:         model,
+		MaxIterations: g.MaxIterations,
+		Temperature:   g.Temperature,
+		Seed:          g.Seed,
+		Logger:        r.log,
+	})
 }
 
 // isLimit reports whether a run stopped on one of the suite's limits; such
@@ -234,11 +279,7 @@ func isLimit(err error) bool {
 }
 
 func outcomeOf(ev middleware.RubricEvaluation, g rubrics.Grade, iterations int) *RubricOutcome {
-	o := &RubricOutcome{Result: string(ev.Result), Iterations: iterations, Explanation: ev.Explanation, Score: g.Score, Criteria: []CriterionOutcome{}}
-	for _, c := range g.Criteria {
-		o.Criteria = append(o.Criteria, CriterionOutcome{Name: c.Name, Passed: c.Passed, Gap: c.Gap})
-	}
-	return o
+	return &RubricOutcome{Result: string(ev.Result), Iterations: iterations, Explanation: ev.Explanation, Score: g.Score, Criteria: g.Criteria}
 }
 
 func stateFiles(st *agent.State) map[string]agent.FileData {
@@ -415,32 +456,33 @@ func (p *pricer) add(path string, u llm.Usage) {
 
 // fillDetail records the transcript, subagent runs, rubric evaluations and
 // written files of a cell.
-func (r *runner) fillDetail(d *CellDetail, cell Cell, final *agent.State, rec *rubrics.Record, events []agent.Event, seeds map[string]agent.FileData) {
-	if final != nil {
-		d.Messages = final.Messages
+func fillDetail(d *CellDetail, c *Case, run *cellRun) {
+	rec := run.rec
+	if run.final != nil {
+		d.Messages = run.final.Messages
 	} else {
-		d.Messages = partialTranscript(cell.CaseDef.Input, events)
+		d.Messages = partialTranscript(c.Input, run.events)
 	}
-	for _, run := range rec.Runs {
-		if run == rec.Trajectory {
+	for _, tr := range rec.Runs {
+		if tr == rec.Trajectory {
 			continue
 		}
-		msgs := run.Messages
+		msgs := tr.Messages
 		if msgs == nil {
 			msgs = []llm.Message{}
 		}
-		d.Subagents = append(d.Subagents, SubagentRun{Path: run.Agent, ToolCallID: run.ToolCallID, Messages: msgs})
+		d.Subagents = append(d.Subagents, SubagentRun{Path: tr.Agent, ToolCallID: tr.ToolCallID, Messages: msgs})
 	}
 	for _, ev := range rec.RubricEvaluations {
-		if cell.CaseDef.Rubric == nil {
+		if c.Rubric == nil {
 			break
 		}
-		g := cell.CaseDef.Rubric.Grade(ev.Criteria)
+		g := c.Rubric.Grade(ev.Criteria)
 		d.Evaluations = append(d.Evaluations, *outcomeOf(ev, g, ev.Iteration+1))
 	}
-	if final != nil {
-		for p, fd := range final.Files {
-			if s, ok := seeds[p]; ok && s.Content == fd.Content {
+	if run.final != nil {
+		for p, fd := range run.final.Files {
+			if s, ok := run.seeds[p]; ok && s.Content == fd.Content {
 				continue
 			}
 			if d.Files == nil {

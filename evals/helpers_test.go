@@ -147,7 +147,7 @@ func testEnv(name string) string {
 }
 
 // runSuite loads and runs a suite, failing the test on a run error.
-func runSuite(t *testing.T, path string, o evals.Options) *evals.Outcome {
+func runSuite(t *testing.T, path string, o evals.Options) *evals.RunResult {
 	t.Helper()
 	s, err := evals.Load(path)
 	if err != nil {
@@ -164,7 +164,7 @@ func runSuite(t *testing.T, path string, o evals.Options) *evals.Outcome {
 }
 
 // resultOf finds a case's first result.
-func resultOf(t *testing.T, oc *evals.Outcome, caseID string) evals.CellResult {
+func resultOf(t *testing.T, oc *evals.RunResult, caseID string) evals.CellResult {
 	t.Helper()
 	for _, r := range oc.Results {
 		if r.Case == caseID {

@@ -2,7 +2,9 @@ package evals
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/harness"
@@ -17,7 +19,7 @@ import (
 func (s *Suite) providerEntries() map[string]provider.Entry {
 	out := map[string]provider.Entry{}
 	if af := s.Agent.Spec; af != nil {
-		for _, name := range sortedKeys(af.Providers) {
+		for _, name := range slices.Sorted(maps.Keys(af.Providers)) {
 			d := af.Providers[name]
 			kind := d.Kind
 			if kind == "" {

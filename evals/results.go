@@ -2,6 +2,7 @@ package evals
 
 import (
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/rubrics"
 )
 
@@ -44,10 +45,10 @@ type CellResult struct {
 	Status Status   `json:"status"`
 	// Score is in [0, 1]: the rubric score when the case has a rubric,
 	// combined with the checks' scores.
-	Score  float64        `json:"score"`
-	Rubric *RubricOutcome `json:"rubric,omitempty"`
-	Checks []CheckOutcome `json:"checks"`
-	Usage  RoleUsage      `json:"usage"`
+	Score  float64                `json:"score"`
+	Rubric *RubricOutcome         `json:"rubric,omitempty"`
+	Checks []rubrics.CheckVerdict `json:"checks"`
+	Usage  RoleUsage              `json:"usage"`
 	// CostUSD prices Usage with the model catalog; CostKnown is false when a
 	// model had no price, and then CostUSD counts only what could be priced.
 	CostUSD   float64  `json:"cost_usd"`
@@ -63,27 +64,11 @@ type CellResult struct {
 // RubricOutcome is the final verdict of the rubric grader for a cell.
 type RubricOutcome struct {
 	// Result is satisfied, needs_revision, failed, max_iterations_reached or grader_error.
-	Result      string             `json:"result"`
-	Iterations  int                `json:"iterations"`
-	Explanation string             `json:"explanation,omitempty"`
-	Criteria    []CriterionOutcome `json:"criteria"`
-	Score       float64            `json:"score"`
-}
-
-// CriterionOutcome is one rubric criterion's verdict; Gap says what was
-// missing when it did not pass.
-type CriterionOutcome struct {
-	Name   string `json:"name"`
-	Passed bool   `json:"passed"`
-	Gap    string `json:"gap,omitempty"`
-}
-
-// CheckOutcome is one deterministic check's verdict.
-type CheckOutcome struct {
-	Name   string  `json:"name"`
-	Passed bool    `json:"passed"`
-	Score  float64 `json:"score"`
-	Detail string  `json:"detail,omitempty"`
+	Result      string                        `json:"result"`
+	Iterations  int                           `json:"iterations"`
+	Explanation string                        `json:"explanation,omitempty"`
+	Criteria    []middleware.CriterionVerdict `json:"criteria"`
+	Score       float64                       `json:"score"`
 }
 
 // RoleUsage splits token usage by who spent it: the rubrics record's type,

@@ -12,11 +12,14 @@ import (
 	"github.com/dageval/dageval/harness/provider"
 )
 
-// Outcome is what a suite run produced.
-type Outcome struct {
+// RunResult is what a suite run produced.
+type RunResult struct {
 	Summary Summary
 	// Results holds the cells that produced a result, in matrix order.
 	Results []CellResult
+	// Details maps the id of each cell in Results to its full record (what
+	// cells/<id>.json holds), so that a run can be reported from memory.
+	Details map[string]*CellDetail
 	// Cells is the matrix that was run.
 	Cells []Cell
 	// Mode is the mode in effect and ModeReason why (see fakes.ResolveMode).
@@ -88,7 +91,62 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 // mode, an agent that does not assemble, an output directory it cannot
 // write) or when ctx is cancelled, in which case the cells that finished
 // are still summarised and written and the rest count as missing.
-func (s *Suite) Run(ctx context.Context, o Options) (*Outcome, error) {
+func (s *Suite) Run(ctx context.Context, o Options) (*RunResult, error) {
+	ss, err := s.start(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range min(ss.conc, len(ss.cells)) {
+		wg.Go(func() {
+			for i := range jobs {
+				res, detail, skipped := ss.runCell(runCtx, ss.cells[i])
+				if skipped {
+					continue
+				}
+				if err := ss.record(i, res, detail); err != nil {
+					stop()
+				}
+			}
+		})
+	}
+feed:
+	for i := range ss.cells {
+		select {
+		case jobs <- i:
+		case <-runCtx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	rr, err := ss.conclude()
+	if err != nil {
+		return rr, err
+	}
+	return rr, ctx.Err()
+}
+
+// session is one run of a suite's cells, from preparation to conclusion:
+// what Suite.Run and Run(t) share.
+type session struct {
+	*runner
+	cells []Cell
+	out   *outDir // nil without Options.OutDir
+	prog  *progress
+
+	mu       sync.Mutex
+	results  []*CellResult // by cell index; nil until the cell finished
+	details  []*CellDetail
+	writeErr error
+}
+
+// start prepares a run: it resolves the mode, selects the cells, validates
+// the suite against them and opens the output directory.
+func (s *Suite) start(ctx context.Context, o Options) (*session, error) {
 	r, err := s.newRunner(o)
 	if err != nil {
 		return nil, err
@@ -100,78 +158,77 @@ func (s *Suite) Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := r.validate(ctx, cells); err != nil {
 		return nil, err
 	}
-	var out *outDir
+	ss := &session{runner: r, cells: cells, results: make([]*CellResult, len(cells)), details: make([]*CellDetail, len(cells))}
 	if o.OutDir != "" {
-		if out, err = openOutDir(o.OutDir); err != nil {
+		if ss.out, err = openOutDir(o.OutDir); err != nil {
 			return nil, err
 		}
 	}
-	results := make([]*CellResult, len(cells))
-	prog := newProgress(o, s.Name, len(cells))
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		writeErr error
-	)
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	jobs := make(chan int)
-	for range min(r.conc, len(cells)) {
-		wg.Go(func() {
-			for i := range jobs {
-				res, detail, skipped := r.runCell(runCtx, cells[i])
-				if skipped {
-					continue
-				}
-				var err error
-				if out != nil {
-					err = out.detail(detail)
-				}
-				mu.Lock()
-				results[i] = &res
-				if out != nil && writeErr == nil {
-					if err == nil {
-						err = out.result(&res)
-					}
-					if writeErr = err; writeErr != nil {
-						stop()
-					}
-				}
-				prog.cell(res)
-				if o.OnCell != nil {
-					o.OnCell(res)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
-	for i := range cells {
-		select {
-		case jobs <- i:
-		case <-runCtx.Done():
-			break feed
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	prog.finish()
+	ss.prog = newProgress(o, s.Name, len(cells))
+	return ss, nil
+}
 
-	oc := &Outcome{Cells: cells, Mode: r.mode, ModeReason: r.modeReason}
-	oc.Summary = s.Summarize(cells, results, string(r.mode))
-	for _, res := range results {
+// record keeps the result of cell i, writes its files and reports it. The
+// first write error is returned and ends all writing, so that the output
+// directory never gets a summary over cell files that are missing.
+func (ss *session) record(i int, res CellResult, d *CellDetail) error {
+	var err error
+	if ss.out != nil {
+		err = ss.out.detail(d)
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.results[i], ss.details[i] = &res, d
+	if ss.out == nil || ss.writeErr != nil {
+		err = nil // nothing to write, or writing ended at an earlier error
+	} else if err == nil {
+		err = ss.out.result(&res)
+	}
+	if err != nil {
+		ss.writeErr = err
+	}
+	ss.prog.cell(res)
+	if ss.o.OnCell != nil {
+		ss.o.OnCell(res)
+	}
+	return err
+}
+
+// keepFinished leaves out the cells that produced no result, for a run in
+// which they were not selected rather than lost (go test -run).
+func (ss *session) keepFinished() {
+	var cells []Cell
+	var results []*CellResult
+	var details []*CellDetail
+	for i, res := range ss.results {
 		if res != nil {
-			oc.Results = append(oc.Results, *res)
+			cells, results, details = append(cells, ss.cells[i]), append(results, res), append(details, ss.details[i])
 		}
 	}
-	if writeErr != nil {
-		out.abort()
-		return oc, writeErr
-	}
-	if out != nil {
-		if err := out.finish(results, &oc.Summary); err != nil {
-			return oc, err
+	ss.cells, ss.results, ss.details = cells, results, details
+}
+
+// conclude summarises the run (a cell without a result counts as missing)
+// and finishes the output directory, or leaves it without a summary after
+// a write error.
+func (ss *session) conclude() (*RunResult, error) {
+	ss.prog.finish()
+	rr := &RunResult{Cells: ss.cells, Details: map[string]*CellDetail{}, Mode: ss.mode, ModeReason: ss.modeReason}
+	rr.Summary = ss.s.Summarize(ss.cells, ss.results, string(ss.mode))
+	for i, res := range ss.results {
+		if res != nil {
+			rr.Results = append(rr.Results, *res)
+			rr.Details[res.ID] = ss.details[i]
 		}
 	}
-	return oc, ctx.Err()
+	if ss.writeErr != nil {
+		ss.out.abort()
+		return rr, ss.writeErr
+	}
+	if ss.out != nil {
+		if err := ss.out.finish(ss.results, &rr.Summary); err != nil {
+			return rr, err
+		}
+	}
+	return rr, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
 )
 
 // A run that hits a limit is judged and fails (its checks still run); it
@@ -108,7 +109,7 @@ cases:
 	assert.Equal(t, evals.StatusFail, hopeless.Status)
 	require.NotNil(t, hopeless.Rubric)
 	assert.Equal(t, "max_iterations_reached", hopeless.Rubric.Result)
-	assert.Equal(t, []evals.CriterionOutcome{{Name: "cites", Gap: "no source named"}}, hopeless.Rubric.Criteria)
+	assert.Equal(t, []middleware.CriterionVerdict{{Name: "cites", Gap: "no source named"}}, hopeless.Rubric.Criteria)
 	assert.Equal(t, 0.5, hopeless.Score, "rubric 0 and checks 1 weigh half each")
 
 	t.Run("grader error", func(t *testing.T) {

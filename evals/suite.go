@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -286,7 +287,7 @@ func (p *parser) suite(raw *rawSuite) error {
 	}
 
 	s.Providers = map[string]provider.Entry{}
-	for _, name := range sortedKeys(raw.Providers) {
+	for _, name := range slices.Sorted(maps.Keys(raw.Providers)) {
 		e := raw.Providers[name]
 		if err := e.Validate(name); err != nil {
 			return p.errAt("providers."+name, "%v", err)
@@ -338,7 +339,7 @@ func (p *parser) suite(raw *rawSuite) error {
 		s.Concurrency = *raw.Concurrency
 	}
 	s.ProviderConcurrency = map[string]int{}
-	for _, name := range sortedKeys(raw.ProviderConcurrency) {
+	for _, name := range slices.Sorted(maps.Keys(raw.ProviderConcurrency)) {
 		n := raw.ProviderConcurrency[name]
 		if n < 1 {
 			return p.errAt("provider_concurrency."+name, "a provider limit must be at least 1, got %d", n)
@@ -442,9 +443,9 @@ func nodeKind(n ast.Node) string {
 func (p *parser) providerNames() []string {
 	names := provider.BuiltinNames()
 	if af := p.s.Agent.Spec; af != nil {
-		names = append(names, sortedKeys(af.Providers)...)
+		names = slices.AppendSeq(names, maps.Keys(af.Providers))
 	}
-	names = append(names, sortedKeys(p.s.Providers)...)
+	names = slices.AppendSeq(names, maps.Keys(p.s.Providers))
 	slices.Sort(names)
 	return slices.Compact(names)
 }
@@ -637,7 +638,7 @@ func (p *parser) cases(raws []rawCase) error {
 		if strings.TrimSpace(c.Input) == "" {
 			return p.errAt(at+".input", "the input is empty")
 		}
-		for _, path := range sortedKeys(rc.Files) {
+		for _, path := range slices.Sorted(maps.Keys(rc.Files)) {
 			if !strings.HasPrefix(path, "/") {
 				return p.errAt(at+".files", "file path %q must be absolute (start with /)", path)
 			}
@@ -764,13 +765,4 @@ func (p *parser) grader(raw *rawGrader) error {
 	}
 	s.Grader = g
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/dageval/dageval/fakes"
@@ -18,9 +17,9 @@ import (
 // only logged and the test fails when the suite's verdict does. `go test
 // -run` selects cells by subtest name; the summary then covers the cells
 // that ran. Problems with the suite itself (invalid file, missing
-// cassettes) fail the test at once. It returns the outcome for further
+// cassettes) fail the test at once. It returns the run's result for further
 // assertions.
-func Run(t *testing.T, path string, opts ...Option) *Outcome {
+func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	t.Helper()
 	o := Options{Mode: fakes.ModeReplay}
 	for _, opt := range opts {
@@ -30,42 +29,21 @@ func Run(t *testing.T, path string, opts ...Option) *Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.newRunner(o)
+	ss, err := s.start(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cells, err := s.Cells(o.Filter, o.Epochs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.validate(t.Context(), cells); err != nil {
-		t.Fatal(err)
-	}
-	var out *outDir
-	if o.OutDir != "" {
-		if out, err = openOutDir(o.OutDir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	results := make([]*CellResult, len(cells))
-	sem := make(chan struct{}, r.conc)
-	var mu sync.Mutex
+	sem := make(chan struct{}, ss.conc)
 	t.Run(s.Name, func(t *testing.T) {
-		for i, c := range cells {
+		for i, c := range ss.cells {
 			name := c.CaseDef.ID + "/" + strings.ReplaceAll(c.Model, "/", "_") + "/" + c.Profile + "/e" + strconv.Itoa(c.Epoch)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				sem <- struct{}{}
-				res, detail, _ := r.runCell(t.Context(), c)
+				res, detail, _ := ss.runCell(t.Context(), c)
 				<-sem
-				mu.Lock()
-				results[i] = &res
-				if out != nil {
-					if err := out.cell(&res, detail); err != nil {
-						t.Error(err)
-					}
-				}
-				mu.Unlock()
+				// A write error is the run's, reported once below.
+				_ = ss.record(i, res, detail)
 				if res.Status == StatusPass {
 					return
 				}
@@ -78,28 +56,15 @@ func Run(t *testing.T, path string, opts ...Option) *Outcome {
 			})
 		}
 	})
-	var ran []Cell
-	var got []*CellResult
-	for i, c := range cells {
-		if results[i] != nil {
-			ran = append(ran, c)
-			got = append(got, results[i])
-		}
+	ss.keepFinished()
+	rr, err := ss.conclude()
+	if err != nil {
+		t.Error(err)
 	}
-	oc := &Outcome{Cells: ran, Mode: r.mode, ModeReason: r.modeReason}
-	oc.Summary = s.Summarize(ran, got, string(r.mode))
-	for _, res := range got {
-		oc.Results = append(oc.Results, *res)
+	if o.gate && !rr.Summary.Passed {
+		t.Errorf("suite %s does not pass: %s", s.Name, strings.Join(rr.Summary.Reasons, "; "))
 	}
-	if out != nil {
-		if err := out.finish(got, &oc.Summary); err != nil {
-			t.Error(err)
-		}
-	}
-	if o.gate && !oc.Summary.Passed {
-		t.Errorf("suite %s does not pass: %s", s.Name, strings.Join(oc.Summary.Reasons, "; "))
-	}
-	return oc
+	return rr
 }
 
 // describeFailure says why a cell did not pass: its error, the rubric's

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -105,7 +106,7 @@ func (p *parser) tools(raws map[string]rawTool, at string) (map[string]*ToolBeha
 		return nil, nil
 	}
 	out := map[string]*ToolBehavior{}
-	for _, name := range sortedKeys(raws) {
+	for _, name := range slices.Sorted(maps.Keys(raws)) {
 		b, err := p.tool(raws[name], at+"."+name)
 		if err != nil {
 			return nil, err
@@ -287,7 +288,7 @@ func (p *parser) exec(raw *rawExec, at string) (*Exec, error) {
 		}
 		e.Timeout = d
 	}
-	for _, k := range sortedKeys(raw.Env) {
+	for _, k := range slices.Sorted(maps.Keys(raw.Env)) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return nil, p.errAt(at+".env", "invalid environment variable name %q", k)
 		}
@@ -375,13 +376,6 @@ func (s *Suite) behaviour(c *Case, name string) *ToolBehavior {
 		return b
 	}
 	return s.Tools[name]
-}
-
-// toolNames lists the tools the suite or the case gives a behaviour.
-func (s *Suite) toolNames(c *Case) []string {
-	names := append(sortedKeys(s.Tools), sortedKeys(c.Tools)...)
-	slices.Sort(names)
-	return slices.Compact(names)
 }
 
 // bind builds the run-time tool for a declaration in one case.
@@ -537,7 +531,7 @@ func (e *Exec) run(ctx context.Context, name string, args json.RawMessage) tool.
 	cmd := exec.CommandContext(ctx, e.Argv[0], e.Argv[1:]...)
 	cmd.Dir = e.Dir
 	cmd.Env = []string{"PATH=" + execPath, "HOME=" + e.Dir, "LANG=C.UTF-8"}
-	for _, k := range sortedKeys(e.Env) {
+	for _, k := range slices.Sorted(maps.Keys(e.Env)) {
 		cmd.Env = append(cmd.Env, k+"="+e.Env[k])
 	}
 	cmd.Stdin = bytes.NewReader(args)

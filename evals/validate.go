@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -75,13 +76,13 @@ func (r *runner) validateTools() error {
 		}
 		return nil
 	}
-	for _, name := range sortedKeys(s.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
 		if err := checkGo(s.Tools[name]); err != nil {
 			return err
 		}
 	}
 	for _, c := range s.Cases {
-		for _, name := range sortedKeys(c.Tools) {
+		for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
 			if err := checkGo(c.Tools[name]); err != nil {
 				return err
 			}
@@ -99,13 +100,13 @@ func (r *runner) validateTools() error {
 	if list == "" {
 		list = "none"
 	}
-	for _, name := range sortedKeys(s.Tools) {
+	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
 		if !slices.Contains(declared, name) {
 			return s.errAt(s.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list)
 		}
 	}
 	for i, c := range s.Cases {
-		for _, name := range sortedKeys(c.Tools) {
+		for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
 			if !slices.Contains(declared, name) {
 				return s.errAt(c.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list)
 			}
@@ -146,7 +147,7 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) error {
 		if err != nil {
 			return s.errAt("grader.model", "%v", err)
 		}
-		if grader, err = middleware.NewRubricMiddleware(middleware.RubricOptions{Model: gm, MaxIterations: s.Grader.MaxIterations, Logger: r.log}); err != nil {
+		if grader, err = r.newGrader(gm); err != nil {
 			return s.errAt("grader", "%v", err)
 		}
 	}

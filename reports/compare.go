@@ -112,11 +112,11 @@ type Comparison struct {
 	ScoreChanges []CaseChange `json:"score_changes"`
 	// MissingInBase and MissingInHead are cells one side has and the other
 	// lacks (or lists as missing).
-	MissingInBase []ReportKey   `json:"missing_in_base"`
-	MissingInHead []ReportKey   `json:"missing_in_head"`
-	Errored       []ErroredCell `json:"errored"`
-	Verdict       Verdict       `json:"verdict"`
-	AgentDiff     string        `json:"agent_diff"`
+	MissingInBase []evals.CellKey `json:"missing_in_base"`
+	MissingInHead []evals.CellKey `json:"missing_in_head"`
+	Errored       []ErroredCell   `json:"errored"`
+	Verdict       Verdict         `json:"verdict"`
+	AgentDiff     string          `json:"agent_diff"`
 }
 
 // RunBrief describes one side of a comparison.
@@ -227,7 +227,7 @@ type CaseChange struct {
 // ErroredCell is a cell whose status is error on one side.
 type ErroredCell struct {
 	Side string `json:"side"`
-	ReportKey
+	evals.CellKey
 	Error string `json:"error"`
 }
 
@@ -262,7 +262,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 		Options:   Settings{Alpha: opts.Alpha, Tolerance: opts.Tolerance, Power: opts.Power, Seed: opts.Seed, Resamples: opts.Resamples},
 		AgentDiff: opts.AgentDiff,
 		Groups:    []Effect{}, Tests: []Test{}, NewFailures: []CaseChange{}, NewPasses: []CaseChange{}, Flaky: []CaseChange{},
-		ScoreChanges: []CaseChange{}, MissingInBase: []ReportKey{}, MissingInHead: []ReportKey{}, Errored: []ErroredCell{},
+		ScoreChanges: []CaseChange{}, MissingInBase: []evals.CellKey{}, MissingInHead: []evals.CellKey{}, Errored: []ErroredCell{},
 	}
 	rank := groupRank(head.Summary.Groups)
 	for _, g := range base.Summary.Groups {
@@ -277,19 +277,19 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 		if h, ok := hm[r.CellKey]; ok {
 			pairs = append(pairs, pair{key: r.CellKey, base: r, head: h})
 		} else {
-			c.MissingInHead = append(c.MissingInHead, keyOf(r.CellKey))
+			c.MissingInHead = append(c.MissingInHead, r.CellKey)
 		}
 	}
 	for _, r := range head.sortedResults() {
 		if _, ok := bm[r.CellKey]; !ok {
-			c.MissingInBase = append(c.MissingInBase, keyOf(r.CellKey))
+			c.MissingInBase = append(c.MissingInBase, r.CellKey)
 		}
 	}
 	for _, k := range base.Summary.Missing {
-		c.MissingInBase = appendKey(c.MissingInBase, keyOf(k))
+		c.MissingInBase = appendKey(c.MissingInBase, k)
 	}
 	for _, k := range head.Summary.Missing {
-		c.MissingInHead = appendKey(c.MissingInHead, keyOf(k))
+		c.MissingInHead = appendKey(c.MissingInHead, k)
 	}
 	sortKeys(rank, c.MissingInBase)
 	sortKeys(rank, c.MissingInHead)
@@ -300,11 +300,11 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	for _, p := range pairs {
 		bad := false
 		if p.base.Status == evals.StatusError {
-			c.Errored = append(c.Errored, ErroredCell{Side: "base", ReportKey: keyOf(p.key), Error: firstLine(p.base.Error)})
+			c.Errored = append(c.Errored, ErroredCell{Side: "base", CellKey: p.key, Error: firstLine(p.base.Error)})
 			bad = true
 		}
 		if p.head.Status == evals.StatusError {
-			c.Errored = append(c.Errored, ErroredCell{Side: "head", ReportKey: keyOf(p.key), Error: firstLine(p.head.Error)})
+			c.Errored = append(c.Errored, ErroredCell{Side: "head", CellKey: p.key, Error: firstLine(p.head.Error)})
 			bad = true
 		}
 		if !bad {
@@ -319,7 +319,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	}{{"base", base, bm, hm}, {"head", head, hm, bm}} {
 		for _, r := range side.run.sortedResults() {
 			if _, paired := side.peer[r.CellKey]; !paired && r.Status == evals.StatusError {
-				c.Errored = append(c.Errored, ErroredCell{Side: side.name, ReportKey: keyOf(r.CellKey), Error: firstLine(r.Error)})
+				c.Errored = append(c.Errored, ErroredCell{Side: side.name, CellKey: r.CellKey, Error: firstLine(r.Error)})
 			}
 		}
 	}
@@ -419,15 +419,15 @@ func indexCells(rs []evals.CellResult) map[evals.CellKey]evals.CellResult {
 	return m
 }
 
-func appendKey(ks []ReportKey, k ReportKey) []ReportKey {
+func appendKey(ks []evals.CellKey, k evals.CellKey) []evals.CellKey {
 	if slices.Contains(ks, k) {
 		return ks
 	}
 	return append(ks, k)
 }
 
-func sortKeys(rank map[[2]string]int, ks []ReportKey) {
-	slices.SortStableFunc(ks, func(a, b ReportKey) int { return compareKeys(rank, evals.CellKey(a), evals.CellKey(b)) })
+func sortKeys(rank map[[2]string]int, ks []evals.CellKey) {
+	slices.SortStableFunc(ks, func(a, b evals.CellKey) int { return compareKeys(rank, a, b) })
 }
 
 const scoreEps = 1e-9
@@ -618,7 +618,7 @@ func (c *Comparison) decide(opts CompareOptions) {
 		v.Outcome = OutcomeErrored
 		names := make([]string, 0, len(c.Errored))
 		for _, e := range c.Errored {
-			names = append(names, e.Side+" "+cellName(e.ReportKey))
+			names = append(names, e.Side+" "+cellName(e.CellKey))
 		}
 		v.Reason = fmt.Sprintf("%s errored, so the runs cannot be judged (errors are not regressions; fix or re-run them): %s",
 			plural(len(c.Errored), "cell", "cells"), strings.Join(names, "; "))

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/dageval/dageval/evals"
 )
 
 // compareListMax caps the cases listed per section in text and markdown;
@@ -164,7 +166,7 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 		items = append(items, fmt.Sprintf("%s score %s (%s → %s)", name(cc), signed(cc.ScoreDelta), score(cc.BaseScore), score(cc.HeadScore)))
 	}
 	section("Score changes", "mean over paired epochs, largest drop first", items)
-	keyItems := func(ks []ReportKey) []string {
+	keyItems := func(ks []evals.CellKey) []string {
 		var out []string
 		for _, k := range ks {
 			if markdown {
@@ -180,9 +182,9 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 	items = nil
 	for _, e := range c.Errored {
 		if markdown {
-			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, mdCellName(e.ReportKey), mdCode(e.Error)))
+			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, mdCellName(e.CellKey), mdCode(e.Error)))
 		} else {
-			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, cellName(e.ReportKey), e.Error))
+			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, cellName(e.CellKey), e.Error))
 		}
 	}
 	section("Errored cells", "errors are not regressions; they make the comparison impossible to judge", items)

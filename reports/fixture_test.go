@@ -14,6 +14,8 @@ import (
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/rubrics"
 )
 
 // The fixture under testdata/run is a realistic output directory: 2 models ×
@@ -268,9 +270,9 @@ func buildFixture() (evals.Summary, []evals.CellResult, []*evals.CellDetail) {
 					var evalsDone []evals.RubricOutcome
 					checkScore, nChecks := 0.0, 0
 					for _, name := range fixChecks[c.id] {
-						co := evals.CheckOutcome{Name: name, Passed: true, Score: 1}
+						co := rubrics.CheckVerdict{Name: name, Passed: true, Score: 1}
 						if d, bad := o.failed[name]; bad {
-							co = evals.CheckOutcome{Name: name, Passed: false, Score: 0, Detail: d}
+							co = rubrics.CheckVerdict{Name: name, Passed: false, Score: 0, Detail: d}
 						}
 						if o.status == evals.StatusError {
 							continue
@@ -280,7 +282,7 @@ func buildFixture() (evals.Summary, []evals.CellResult, []*evals.CellDetail) {
 						nChecks++
 					}
 					if r.Checks == nil {
-						r.Checks = []evals.CheckOutcome{}
+						r.Checks = []rubrics.CheckVerdict{}
 					}
 					score := 0.0
 					if nChecks > 0 {
@@ -291,9 +293,9 @@ func buildFixture() (evals.Summary, []evals.CellResult, []*evals.CellDetail) {
 							ro := evals.RubricOutcome{Result: result, Iterations: 1}
 							passed := 0
 							for _, name := range fixCriteria {
-								co := evals.CriterionOutcome{Name: name, Passed: true}
+								co := middleware.CriterionVerdict{Name: name, Passed: true}
 								if g, bad := gaps[name]; bad {
-									co = evals.CriterionOutcome{Name: name, Gap: g}
+									co = middleware.CriterionVerdict{Name: name, Gap: g}
 								} else {
 									passed++
 								}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/dageval/dageval/evals"
 )
 
 // pct formats a rate in [0, 1] as a percentage with one decimal.
@@ -77,7 +79,7 @@ func pvalue(p float64) string {
 	}
 }
 
-func cellName(k ReportKey) string {
+func cellName(k evals.CellKey) string {
 	return fmt.Sprintf("%s · %s · %s · epoch %d", k.Case, k.Model, k.Profile, k.Epoch)
 }
 
@@ -127,7 +129,7 @@ func (rep *Report) costUnknown() bool {
 
 const costFootnote = "* a model had no price in the catalog; the cost counts only what could be priced"
 
-func groupLabel(g ReportGroup) (string, string) {
+func groupLabel(g Group) (string, string) {
 	if g.Model == "" && g.Profile == "" {
 		return "total", ""
 	}

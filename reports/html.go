@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 
@@ -43,16 +44,16 @@ type htmlPage struct {
 
 type htmlMatrixRow struct {
 	Model string
-	Cells []*ReportGroup // one per profile; nil when the pair was not run
+	Cells []*Group // one per profile; nil when the pair was not run
 }
 
 type htmlGroup struct {
-	G     ReportGroup
+	G     Group
 	Total bool
 }
 
 type htmlCell struct {
-	C           ReportCell
+	C           Cell
 	F           *FailingCell
 	D           *evals.CellDetail
 	Roles       []RoleTotals
@@ -115,7 +116,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 	}
 	p.Groups = append(p.Groups, htmlGroup{G: rep.Totals, Total: true})
 	for _, m := range models {
-		row := htmlMatrixRow{Model: m, Cells: make([]*ReportGroup, len(p.Profiles))}
+		row := htmlMatrixRow{Model: m, Cells: make([]*Group, len(p.Profiles))}
 		for i := range rep.Groups {
 			g := &rep.Groups[i]
 			if g.Model == m {
@@ -134,7 +135,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 			hc.D = d
 			hc.Evaluations = d.Evaluations
 			hc.Messages, hc.Orphans = transcript(d)
-			for _, path := range sortedKeys(d.Files) {
+			for _, path := range slices.Sorted(maps.Keys(d.Files)) {
 				hc.Files = append(hc.Files, htmlFile{Path: path, Content: d.Files[path]})
 			}
 		}
@@ -223,13 +224,4 @@ func prettyJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/dageval/dageval/evals"
 )
 
 // JUnit XML, in the shape CI systems (GitHub test reporters, GitLab,
@@ -86,7 +88,7 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 	for _, f := range rep.Failing {
 		failing[f.ID] = f
 	}
-	missing := map[[2]string][]ReportKey{}
+	missing := map[[2]string][]evals.CellKey{}
 	for _, m := range rep.Missing {
 		k := [2]string{m.Model, m.Profile}
 		missing[k] = append(missing[k], m)
@@ -185,7 +187,7 @@ func failureText(f FailingCell) string {
 	return b.String()
 }
 
-func cellSystemOut(c ReportCell) string {
+func cellSystemOut(c Cell) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "score %s, %d steps, cost %s\n", score(c.Score), c.Steps, usd(c.CostUSD, c.CostKnown))
 	if len(c.ToolCalls) > 0 {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/dageval/dageval/evals"
 )
 
 // mdEscaper backslash-escapes what GitHub markdown would otherwise read as
@@ -52,7 +54,7 @@ func mdTable(w io.Writer, align string, header []string, rows ...[]string) {
 	}
 }
 
-func mdCellName(k ReportKey) string {
+func mdCellName(k evals.CellKey) string {
 	return fmt.Sprintf("**%s** · %s · %s · epoch %d", md(k.Case), mdCode(k.Model), md(k.Profile), k.Epoch)
 }
 
@@ -75,7 +77,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintln(ew)
 	k := strconv.Itoa(rep.Totals.K)
 	var rows [][]string
-	for _, g := range append(append([]ReportGroup(nil), rep.Groups...), rep.Totals) {
+	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
 		m, p := groupLabel(g)
 		if m == "total" {
 			m = "**total**"
@@ -92,7 +94,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 
 	fmt.Fprintf(ew, "\n<details><summary>Tokens per role</summary>\n\n")
 	rows = rows[:0]
-	for _, g := range append(append([]ReportGroup(nil), rep.Groups...), rep.Totals) {
+	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
 		m, p := groupLabel(g)
 		if m != "total" {
 			m = mdCode(m)
@@ -135,7 +137,7 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 }
 
 func writeFailingMarkdown(w io.Writer, f FailingCell) {
-	fmt.Fprintf(w, "%s — %s, score %s\n", mdCellName(f.ReportKey), strings.ToUpper(f.Status), score(f.Score))
+	fmt.Fprintf(w, "%s — %s, score %s\n", mdCellName(f.CellKey), strings.ToUpper(f.Status), score(f.Score))
 	if f.Error != "" {
 		block := clipLines(f.Error, errorLines)
 		fence := "```"

@@ -7,6 +7,8 @@ import (
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/rubrics"
 )
 
 // ReportSchema names the JSON report format; it changes only when a field
@@ -23,48 +25,40 @@ type Report struct {
 	Schema string `json:"schema"`
 	// ResultsSchemaVersion is the evals.SchemaVersion of the files the
 	// report was made from.
-	ResultsSchemaVersion int           `json:"results_schema_version"`
-	Suite                string        `json:"suite"`
-	SuiteDigest          string        `json:"suite_digest"`
-	Mode                 string        `json:"mode"`
-	Verdict              ReportVerdict `json:"verdict"`
-	ExpectedCells        int           `json:"expected_cells"`
-	ActualCells          int           `json:"actual_cells"`
-	Complete             bool          `json:"complete"`
-	Thresholds           *ReportLimits `json:"thresholds,omitempty"`
-	Groups               []ReportGroup `json:"groups"`
-	Totals               ReportGroup   `json:"totals"`
-	Missing              []ReportKey   `json:"missing"`
-	Cells                []ReportCell  `json:"cells"`
-	Failing              []FailingCell `json:"failing"`
-	CellsIncluded        bool          `json:"cells_included"`
-	Roles                []RoleTotals  `json:"roles"`
+	ResultsSchemaVersion int             `json:"results_schema_version"`
+	Suite                string          `json:"suite"`
+	SuiteDigest          string          `json:"suite_digest"`
+	Mode                 string          `json:"mode"`
+	Verdict              RunVerdict      `json:"verdict"`
+	ExpectedCells        int             `json:"expected_cells"`
+	ActualCells          int             `json:"actual_cells"`
+	Complete             bool            `json:"complete"`
+	Thresholds           *Thresholds     `json:"thresholds,omitempty"`
+	Groups               []Group         `json:"groups"`
+	Totals               Group           `json:"totals"`
+	Missing              []evals.CellKey `json:"missing"`
+	Cells                []Cell          `json:"cells"`
+	Failing              []FailingCell   `json:"failing"`
+	CellsIncluded        bool            `json:"cells_included"`
+	Roles                []RoleTotals    `json:"roles"`
 }
 
-// ReportVerdict is the run's own verdict (thresholds, or every cell passing).
-type ReportVerdict struct {
+// RunVerdict is the run's own verdict (thresholds, or every cell passing).
+type RunVerdict struct {
 	Passed  bool     `json:"passed"`
 	Reasons []string `json:"reasons"`
 }
 
-// ReportLimits are the suite's thresholds; absent ones are null.
-type ReportLimits struct {
+// Thresholds are the suite's thresholds; absent ones are null.
+type Thresholds struct {
 	PassRate   *float64 `json:"pass_rate"`
 	MeanScore  *float64 `json:"mean_score"`
 	PassHatK   *float64 `json:"pass_hat_k"`
 	MaxCostUSD *float64 `json:"max_cost_usd"`
 }
 
-// ReportKey identifies a cell.
-type ReportKey struct {
-	Case    string `json:"case"`
-	Model   string `json:"model"`
-	Profile string `json:"profile"`
-	Epoch   int    `json:"epoch"`
-}
-
-// ReportGroup aggregates a model × profile (Model and Profile empty for totals).
-type ReportGroup struct {
+// Group aggregates a model × profile (Model and Profile empty for totals).
+type Group struct {
 	Model     string     `json:"model"`
 	Profile   string     `json:"profile"`
 	Expected  int        `json:"expected"`
@@ -106,62 +100,90 @@ type RoleTotals struct {
 	Tokens TokenCount `json:"tokens"`
 }
 
-// ReportCell is one cell's result, without transcript or duration.
-type ReportCell struct {
-	ReportKey
-	ID        string        `json:"id"`
-	Tags      []string      `json:"tags"`
-	Status    string        `json:"status"`
-	Score     float64       `json:"score"`
-	Rubric    *ReportRubric `json:"rubric"`
-	Checks    []ReportCheck `json:"checks"`
-	Tokens    Tokens        `json:"tokens"`
-	CostUSD   float64       `json:"cost_usd"`
-	CostKnown bool          `json:"cost_known"`
-	Steps     int           `json:"steps"`
-	ToolCalls []string      `json:"tool_calls"`
-	Error     string        `json:"error"`
+// Cell is one cell's result, without transcript or duration.
+type Cell struct {
+	evals.CellKey
+	ID        string   `json:"id"`
+	Tags      []string `json:"tags"`
+	Status    string   `json:"status"`
+	Score     float64  `json:"score"`
+	Rubric    *Rubric  `json:"rubric"`
+	Checks    Checks   `json:"checks"`
+	Tokens    Tokens   `json:"tokens"`
+	CostUSD   float64  `json:"cost_usd"`
+	CostKnown bool     `json:"cost_known"`
+	Steps     int      `json:"steps"`
+	ToolCalls []string `json:"tool_calls"`
+	Error     string   `json:"error"`
 }
 
-// ReportRubric is a cell's final rubric verdict.
-type ReportRubric struct {
-	Result      string            `json:"result"`
-	Iterations  int               `json:"iterations"`
-	Explanation string            `json:"explanation"`
-	Score       float64           `json:"score"`
-	Criteria    []ReportCriterion `json:"criteria"`
+// Rubric is a cell's final rubric verdict.
+type Rubric struct {
+	Result      string   `json:"result"`
+	Iterations  int      `json:"iterations"`
+	Explanation string   `json:"explanation"`
+	Score       float64  `json:"score"`
+	Criteria    Criteria `json:"criteria"`
 }
 
-// ReportCriterion is one rubric criterion's verdict.
-type ReportCriterion struct {
-	Name   string `json:"name"`
-	Passed bool   `json:"passed"`
-	Gap    string `json:"gap"`
+// Criteria are rubric criterion verdicts as the JSON report holds them:
+// report.v1 writes every field, an empty gap included, where results.jsonl
+// leaves an empty gap out.
+type Criteria []middleware.CriterionVerdict
+
+// MarshalJSON writes the criteria in the report.v1 shape.
+func (cs Criteria) MarshalJSON() ([]byte, error) {
+	type criterion struct {
+		Name   string `json:"name"`
+		Passed bool   `json:"passed"`
+		Gap    string `json:"gap"`
+	}
+	return marshalAs(cs, func(c middleware.CriterionVerdict) criterion { return criterion(c) })
 }
 
-// ReportCheck is one deterministic check's verdict.
-type ReportCheck struct {
-	Name   string  `json:"name"`
-	Passed bool    `json:"passed"`
-	Score  float64 `json:"score"`
-	Detail string  `json:"detail"`
+// Checks are check verdicts as the JSON report holds them: report.v1
+// writes every field, an empty detail included, where results.jsonl leaves
+// an empty detail out.
+type Checks []rubrics.CheckVerdict
+
+// MarshalJSON writes the checks in the report.v1 shape.
+func (cs Checks) MarshalJSON() ([]byte, error) {
+	type check struct {
+		Name   string  `json:"name"`
+		Passed bool    `json:"passed"`
+		Score  float64 `json:"score"`
+		Detail string  `json:"detail"`
+	}
+	return marshalAs(cs, func(c rubrics.CheckVerdict) check { return check(c) })
+}
+
+// marshalAs encodes s with each element converted to its wire shape.
+func marshalAs[S ~[]E, E, W any](s S, wire func(E) W) ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	out := make([]W, len(s))
+	for i, e := range s {
+		out[i] = wire(e)
+	}
+	return json.Marshal(out)
 }
 
 // FailingCell says why a cell did not pass, in one place: the rubric gaps,
 // the failed checks, the error.
 type FailingCell struct {
-	ReportKey
-	ID           string        `json:"id"`
-	Status       string        `json:"status"`
-	Score        float64       `json:"score"`
-	RubricResult string        `json:"rubric_result"`
-	Gaps         []ReportGap   `json:"gaps"`
-	FailedChecks []ReportCheck `json:"failed_checks"`
-	Error        string        `json:"error"`
+	evals.CellKey
+	ID           string  `json:"id"`
+	Status       string  `json:"status"`
+	Score        float64 `json:"score"`
+	RubricResult string  `json:"rubric_result"`
+	Gaps         []Gap   `json:"gaps"`
+	FailedChecks Checks  `json:"failed_checks"`
+	Error        string  `json:"error"`
 }
 
-// ReportGap is a failed rubric criterion and what was missing.
-type ReportGap struct {
+// Gap is a failed rubric criterion and what was missing.
+type Gap struct {
 	Criterion string `json:"criterion"`
 	Gap       string `json:"gap"`
 }
@@ -176,25 +198,25 @@ func Build(r *Run) *Report {
 		Suite:                s.Suite,
 		SuiteDigest:          s.SuiteDigest,
 		Mode:                 s.Mode,
-		Verdict:              ReportVerdict{Passed: s.Passed, Reasons: nonNil(s.Reasons)},
+		Verdict:              RunVerdict{Passed: s.Passed, Reasons: nonNil(s.Reasons)},
 		ExpectedCells:        s.ExpectedCells,
 		ActualCells:          s.ActualCells,
 		Complete:             s.Complete,
 		Totals:               groupOf(s.Totals),
-		Groups:               []ReportGroup{},
-		Missing:              []ReportKey{},
-		Cells:                []ReportCell{},
+		Groups:               []Group{},
+		Missing:              []evals.CellKey{},
+		Cells:                []Cell{},
 		Failing:              []FailingCell{},
 		CellsIncluded:        r.HasResults,
 	}
 	if t := s.Thresholds; t != nil {
-		rep.Thresholds = &ReportLimits{PassRate: t.PassRate, MeanScore: t.MeanScore, PassHatK: t.PassHatK, MaxCostUSD: t.MaxCostUSD}
+		rep.Thresholds = &Thresholds{PassRate: t.PassRate, MeanScore: t.MeanScore, PassHatK: t.PassHatK, MaxCostUSD: t.MaxCostUSD}
 	}
 	for _, g := range s.Groups {
 		rep.Groups = append(rep.Groups, groupOf(g))
 	}
 	for _, k := range s.Missing {
-		rep.Missing = append(rep.Missing, keyOf(k))
+		rep.Missing = append(rep.Missing, k)
 	}
 	for _, c := range r.sortedResults() {
 		cell := cellOf(c)
@@ -215,10 +237,6 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func keyOf(k evals.CellKey) ReportKey {
-	return ReportKey{Case: k.Case, Model: k.Model, Profile: k.Profile, Epoch: k.Epoch}
-}
-
 func countOf(u llm.Usage) TokenCount {
 	return TokenCount{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
 }
@@ -227,8 +245,8 @@ func tokensOf(u evals.RoleUsage) Tokens {
 	return Tokens{Agent: countOf(u.Agent), Subagents: countOf(u.Subagents), Grader: countOf(u.Grader), Total: countOf(u.Total())}
 }
 
-func groupOf(g evals.GroupSummary) ReportGroup {
-	return ReportGroup{
+func groupOf(g evals.GroupSummary) Group {
+	return Group{
 		Model: g.Model, Profile: g.Profile, Expected: g.Expected, Cells: g.Cells,
 		Passed: g.Passed, Failed: g.Failed, Errors: g.Errors, Missing: g.Missing,
 		PassRate: g.PassRate, CI95: g.CI95, MeanScore: g.MeanScore, K: g.K,
@@ -237,32 +255,25 @@ func groupOf(g evals.GroupSummary) ReportGroup {
 	}
 }
 
-func cellOf(c evals.CellResult) ReportCell {
-	rc := ReportCell{
-		ReportKey: keyOf(c.CellKey), ID: c.ID, Tags: nonNil(c.Tags), Status: string(c.Status), Score: c.Score,
-		Checks: []ReportCheck{}, Tokens: tokensOf(c.Usage), CostUSD: c.CostUSD, CostKnown: c.CostKnown,
+func cellOf(c evals.CellResult) Cell {
+	rc := Cell{
+		CellKey: c.CellKey, ID: c.ID, Tags: nonNil(c.Tags), Status: string(c.Status), Score: c.Score,
+		Checks: append(Checks{}, c.Checks...), Tokens: tokensOf(c.Usage), CostUSD: c.CostUSD, CostKnown: c.CostKnown,
 		Steps: c.Steps, ToolCalls: nonNil(c.ToolCalls), Error: c.Error,
 	}
 	if ru := c.Rubric; ru != nil {
-		rr := &ReportRubric{Result: ru.Result, Iterations: ru.Iterations, Explanation: ru.Explanation, Score: ru.Score, Criteria: []ReportCriterion{}}
-		for _, cr := range ru.Criteria {
-			rr.Criteria = append(rr.Criteria, ReportCriterion(cr))
-		}
-		rc.Rubric = rr
-	}
-	for _, ch := range c.Checks {
-		rc.Checks = append(rc.Checks, ReportCheck(ch))
+		rc.Rubric = &Rubric{Result: ru.Result, Iterations: ru.Iterations, Explanation: ru.Explanation, Score: ru.Score, Criteria: append(Criteria{}, ru.Criteria...)}
 	}
 	return rc
 }
 
-func failingOf(c ReportCell) FailingCell {
-	f := FailingCell{ReportKey: c.ReportKey, ID: c.ID, Status: c.Status, Score: c.Score, Gaps: []ReportGap{}, FailedChecks: []ReportCheck{}, Error: c.Error}
+func failingOf(c Cell) FailingCell {
+	f := FailingCell{CellKey: c.CellKey, ID: c.ID, Status: c.Status, Score: c.Score, Gaps: []Gap{}, FailedChecks: Checks{}, Error: c.Error}
 	if c.Rubric != nil {
 		f.RubricResult = c.Rubric.Result
 		for _, cr := range c.Rubric.Criteria {
 			if !cr.Passed {
-				f.Gaps = append(f.Gaps, ReportGap{Criterion: cr.Name, Gap: cr.Gap})
+				f.Gaps = append(f.Gaps, Gap{Criterion: cr.Name, Gap: cr.Gap})
 			}
 		}
 	}
@@ -345,7 +356,7 @@ func roleUsageBack(t Tokens) evals.RoleUsage {
 	return evals.RoleUsage{Agent: usageBack(t.Agent), Subagents: usageBack(t.Subagents), Grader: usageBack(t.Grader)}
 }
 
-func groupBack(g ReportGroup) evals.GroupSummary {
+func groupBack(g Group) evals.GroupSummary {
 	return evals.GroupSummary{
 		Model: g.Model, Profile: g.Profile, Expected: g.Expected, Cells: g.Cells,
 		Passed: g.Passed, Failed: g.Failed, Errors: g.Errors, Missing: g.Missing,
@@ -355,21 +366,17 @@ func groupBack(g ReportGroup) evals.GroupSummary {
 	}
 }
 
-func cellBack(c ReportCell) evals.CellResult {
+func cellBack(c Cell) evals.CellResult {
 	cr := evals.CellResult{
-		CellKey: evals.CellKey(c.ReportKey), ID: c.ID, Tags: c.Tags, Status: evals.Status(c.Status), Score: c.Score,
+		CellKey: evals.CellKey(c.CellKey), ID: c.ID, Tags: c.Tags, Status: evals.Status(c.Status), Score: c.Score,
 		Usage: roleUsageBack(c.Tokens), CostUSD: c.CostUSD, CostKnown: c.CostKnown, Steps: c.Steps,
 		ToolCalls: c.ToolCalls, Error: c.Error,
 	}
 	if c.Rubric != nil {
 		ro := &evals.RubricOutcome{Result: c.Rubric.Result, Iterations: c.Rubric.Iterations, Explanation: c.Rubric.Explanation, Score: c.Rubric.Score}
-		for _, cr := range c.Rubric.Criteria {
-			ro.Criteria = append(ro.Criteria, evals.CriterionOutcome(cr))
-		}
+		ro.Criteria = append([]middleware.CriterionVerdict(nil), c.Rubric.Criteria...)
 		cr.Rubric = ro
 	}
-	for _, ch := range c.Checks {
-		cr.Checks = append(cr.Checks, evals.CheckOutcome(ch))
-	}
+	cr.Checks = append([]rubrics.CheckVerdict(nil), c.Checks...)
 	return cr
 }

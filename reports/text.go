@@ -45,7 +45,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	L, R := tw.AlignLeft, tw.AlignRight
 	t := newTable(ew, L, L, R, R, R, R, R, R, R, R, R, R, R)
 	t.Header("model", "profile", "cells", "pass", "fail", "error", "missing", "pass rate", "CI95", "score", "pass@"+strconv.Itoa(k), "pass^"+strconv.Itoa(k), "cost")
-	row := func(g ReportGroup) []string {
+	row := func(g Group) []string {
 		m, p := groupLabel(g)
 		return []string{m, p, strconv.Itoa(g.Expected), strconv.Itoa(g.Passed), strconv.Itoa(g.Failed), strconv.Itoa(g.Errors), strconv.Itoa(g.Missing),
 			pct(g.PassRate), ci(g.CI95[0], g.CI95[1]), score(g.MeanScore), pct(g.PassAtK), pct(g.PassHatK), usd(g.CostUSD, g.CostKnown)}
@@ -66,7 +66,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(ew, "\nTokens per role\n")
 	t = newTable(ew, L, L, L, R, R, R, R, R)
 	t.Header("model", "profile", "role", "input", "output", "cache read", "cache write", "total")
-	for _, g := range append(append([]ReportGroup(nil), rep.Groups...), rep.Totals) {
+	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
 		m, p := groupLabel(g)
 		for _, rc := range roleCounts(g.Tokens) {
 			if err := t.Append([]string{m, p, rc.Role, thousands(rc.Tokens.Input), thousands(rc.Tokens.Output), thousands(rc.Tokens.CacheRead), thousands(rc.Tokens.CacheWrite), thousands(rc.Tokens.total())}); err != nil {
@@ -98,7 +98,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 }
 
 func writeFailingText(w io.Writer, f FailingCell) {
-	fmt.Fprintf(w, "\n  %s  %s  score %s\n", strings.ToUpper(f.Status), cellName(f.ReportKey), score(f.Score))
+	fmt.Fprintf(w, "\n  %s  %s  score %s\n", strings.ToUpper(f.Status), cellName(f.CellKey), score(f.Score))
 	if f.Error != "" {
 		fmt.Fprintf(w, "    error:\n%s", indentBlock(clipLines(f.Error, errorLines), "      "))
 	}

@@ -42,24 +42,24 @@ type Check interface {
 	// Evaluate judges the run. It never fails: problems (an unreadable
 	// file, an invalid check built in Go) make a failed result whose detail
 	// says so.
-	Evaluate(ctx context.Context, rec *Record) Result
+	Evaluate(ctx context.Context, rec *Record) CheckVerdict
 }
 
-// Result is a check's verdict on one run.
-type Result struct {
+// CheckVerdict is a check's verdict on one run, as results.jsonl records it
+// and every report shows it.
+type CheckVerdict struct {
 	Name   string `json:"name"`
-	Kind   string `json:"kind"`
 	Passed bool   `json:"passed"`
 	// Score is partial credit in [0, 1]; 1 when passed unless a threshold
 	// below 1 let a partial match pass.
 	Score float64 `json:"score"`
 	// Detail says what was expected and what happened.
-	Detail string `json:"detail"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // EvaluateAll runs the checks in order.
-func EvaluateAll(ctx context.Context, checks []Check, rec *Record) []Result {
-	out := make([]Result, len(checks))
+func EvaluateAll(ctx context.Context, checks []Check, rec *Record) []CheckVerdict {
+	out := make([]CheckVerdict, len(checks))
 	for i, c := range checks {
 		out[i] = c.Evaluate(ctx, rec)
 	}
@@ -115,8 +115,8 @@ func (c *FinalAnswerCheck) Validate() error {
 }
 
 // Evaluate implements Check.
-func (c *FinalAnswerCheck) Evaluate(_ context.Context, rec *Record) Result {
-	res := Result{Name: c.Name(), Kind: KindFinalAnswer}
+func (c *FinalAnswerCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
+	res := CheckVerdict{Name: c.Name()}
 	if err := c.Validate(); err != nil {
 		res.Detail = "invalid check: " + err.Error()
 		return res
@@ -283,8 +283,8 @@ func scopeText(scope string) string {
 }
 
 // Evaluate implements Check.
-func (c *ToolCalledCheck) Evaluate(_ context.Context, rec *Record) Result {
-	res := Result{Name: c.Name(), Kind: KindToolCalled}
+func (c *ToolCalledCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
+	res := CheckVerdict{Name: c.Name()}
 	if err := c.Validate(); err != nil {
 		res.Detail = "invalid check: " + err.Error()
 		return res
@@ -364,8 +364,8 @@ func (c *ToolNotCalledCheck) Name() string {
 }
 
 // Evaluate implements Check.
-func (c *ToolNotCalledCheck) Evaluate(_ context.Context, rec *Record) Result {
-	res := Result{Name: c.Name(), Kind: KindToolNotCalled}
+func (c *ToolNotCalledCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
+	res := CheckVerdict{Name: c.Name()}
 	if err := c.Call.Validate(); err != nil {
 		res.Detail = "invalid check: " + err.Error()
 		return res
@@ -402,8 +402,8 @@ func (c *FileExistsCheck) Kind() string { return KindFileExists }
 func (c *FileExistsCheck) Name() string { return KindFileExists + "(" + c.Path + ")" }
 
 // Evaluate implements Check.
-func (c *FileExistsCheck) Evaluate(ctx context.Context, rec *Record) Result {
-	res := Result{Name: c.Name(), Kind: KindFileExists}
+func (c *FileExistsCheck) Evaluate(ctx context.Context, rec *Record) CheckVerdict {
+	res := CheckVerdict{Name: c.Name()}
 	_, err := readFile(ctx, rec, c.Path)
 	switch {
 	case err == nil:
@@ -455,8 +455,8 @@ func (c *FileContainsCheck) Validate() error {
 }
 
 // Evaluate implements Check.
-func (c *FileContainsCheck) Evaluate(ctx context.Context, rec *Record) Result {
-	res := Result{Name: c.Name(), Kind: KindFileContains}
+func (c *FileContainsCheck) Evaluate(ctx context.Context, rec *Record) CheckVerdict {
+	res := CheckVerdict{Name: c.Name()}
 	if err := c.Validate(); err != nil {
 		res.Detail = "invalid check: " + err.Error()
 		return res
@@ -510,8 +510,8 @@ func (c *MaxStepsCheck) Kind() string { return KindMaxSteps }
 func (c *MaxStepsCheck) Name() string { return fmt.Sprintf("%s(%d)", KindMaxSteps, c.Limit) }
 
 // Evaluate implements Check.
-func (c *MaxStepsCheck) Evaluate(_ context.Context, rec *Record) Result {
-	return budget(c.Name(), KindMaxSteps, float64(rec.Steps), float64(c.Limit),
+func (c *MaxStepsCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
+	return budget(c.Name(), float64(rec.Steps), float64(c.Limit),
 		fmt.Sprintf("expected at most %d steps; the run took %d", c.Limit, rec.Steps))
 }
 
@@ -528,10 +528,10 @@ func (c *MaxTokensCheck) Kind() string { return KindMaxTokens }
 func (c *MaxTokensCheck) Name() string { return fmt.Sprintf("%s(%d)", KindMaxTokens, c.Limit) }
 
 // Evaluate implements Check.
-func (c *MaxTokensCheck) Evaluate(_ context.Context, rec *Record) Result {
+func (c *MaxTokensCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
 	agentTokens, subTokens := rec.Usage.Agent.Total(), rec.Usage.Subagents.Total()
 	used := agentTokens + subTokens
-	return budget(c.Name(), KindMaxTokens, float64(used), float64(c.Limit),
+	return budget(c.Name(), float64(used), float64(c.Limit),
 		fmt.Sprintf("expected at most %d tokens; the run used %d (agent %d, subagents %d)", c.Limit, used, agentTokens, subTokens))
 }
 
@@ -549,19 +549,19 @@ func (c *MaxCostCheck) Name() string {
 }
 
 // Evaluate implements Check.
-func (c *MaxCostCheck) Evaluate(_ context.Context, rec *Record) Result {
+func (c *MaxCostCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
 	limit := strconv.FormatFloat(c.LimitUSD, 'f', -1, 64)
 	if rec.CostUSD == nil {
-		return Result{Name: c.Name(), Kind: KindMaxCostUSD,
+		return CheckVerdict{Name: c.Name(),
 			Detail: fmt.Sprintf("expected at most $%s; the run's cost is unknown (no price for its model)", limit)}
 	}
-	return budget(c.Name(), KindMaxCostUSD, *rec.CostUSD, c.LimitUSD,
+	return budget(c.Name(), *rec.CostUSD, c.LimitUSD,
 		fmt.Sprintf("expected at most $%s; the run cost $%s", limit, strconv.FormatFloat(*rec.CostUSD, 'f', 6, 64)))
 }
 
 // budget passes when used ≤ limit; over budget, the score is limit/used.
-func budget(name, kind string, used, limit float64, detail string) Result {
-	res := Result{Name: name, Kind: kind, Detail: detail}
+func budget(name string, used, limit float64, detail string) CheckVerdict {
+	res := CheckVerdict{Name: name, Detail: detail}
 	res.Passed = used <= limit
 	switch {
 	case res.Passed:
@@ -582,8 +582,8 @@ func (NoErrorCheck) Kind() string { return KindNoError }
 func (NoErrorCheck) Name() string { return KindNoError }
 
 // Evaluate implements Check.
-func (NoErrorCheck) Evaluate(_ context.Context, rec *Record) Result {
-	res := Result{Name: KindNoError, Kind: KindNoError}
+func (NoErrorCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
+	res := CheckVerdict{Name: KindNoError}
 	if rec.Err == nil {
 		res.Passed, res.Score = true, 1
 		res.Detail = "expected the run to finish without an error; it did"

@@ -343,20 +343,13 @@ type Grade struct {
 	// Score is the weighted share of passing criteria, 0–1.
 	Score  float64 `json:"score"`
 	Passed bool    `json:"passed"`
-	// Criteria follow the rubric's order.
-	Criteria []CriterionGrade `json:"criteria"`
+	// Criteria follow the rubric's order, one verdict each.
+	Criteria []middleware.CriterionVerdict `json:"criteria"`
+	// Missing lists the criteria the grader gave no verdict on, in the
+	// rubric's order; they count as failed.
+	Missing []string `json:"missing,omitempty"`
 	// Unknown lists verdicts on criteria the rubric does not have.
 	Unknown []string `json:"unknown,omitempty"`
-}
-
-// CriterionGrade is one criterion's outcome.
-type CriterionGrade struct {
-	Name   string  `json:"name"`
-	Weight float64 `json:"weight"`
-	Passed bool    `json:"passed"`
-	Gap    string  `json:"gap,omitempty"`
-	// Missing is set when the grader gave no verdict on the criterion; it counts as failed.
-	Missing bool `json:"missing,omitempty"`
 }
 
 // Grade scores the grader's criterion verdicts (as found in a
@@ -369,7 +362,7 @@ func (r *Rubric) Grade(verdicts []middleware.CriterionVerdict) Grade {
 	for _, c := range r.Criteria {
 		known[normName(c.Name)] = true
 	}
-	g := Grade{Criteria: make([]CriterionGrade, 0, len(r.Criteria))}
+	g := Grade{Criteria: make([]middleware.CriterionVerdict, 0, len(r.Criteria))}
 	for _, v := range verdicts {
 		k := normName(v.Name)
 		if !known[k] {
@@ -381,29 +374,29 @@ func (r *Rubric) Grade(verdicts []middleware.CriterionVerdict) Grade {
 	var total, passed float64
 	all := true
 	for _, c := range r.Criteria {
-		cg := CriterionGrade{Name: c.Name, Weight: c.weight()}
+		cv := middleware.CriterionVerdict{Name: c.Name}
 		vs := byName[normName(c.Name)]
 		if len(vs) == 0 {
-			cg.Missing = true
-			cg.Gap = "the grader gave no verdict on this criterion"
+			g.Missing = append(g.Missing, c.Name)
+			cv.Gap = "the grader gave no verdict on this criterion"
 		} else {
-			cg.Passed = true
+			cv.Passed = true
 			for _, v := range vs {
 				if !v.Passed {
-					cg.Passed = false
-					if cg.Gap == "" {
-						cg.Gap = v.Gap
+					cv.Passed = false
+					if cv.Gap == "" {
+						cv.Gap = v.Gap
 					}
 				}
 			}
 		}
-		total += cg.Weight
-		if cg.Passed {
-			passed += cg.Weight
+		total += c.weight()
+		if cv.Passed {
+			passed += c.weight()
 		} else {
 			all = false
 		}
-		g.Criteria = append(g.Criteria, cg)
+		g.Criteria = append(g.Criteria, cv)
 	}
 	if total > 0 {
 		g.Score = passed / total

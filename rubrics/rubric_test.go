@@ -73,14 +73,14 @@ func TestRubricGrade(t *testing.T) {
 		score    float64
 		passed   bool
 		unknown  []string
-		missing  []bool
+		missing  []string
 	}{
-		{"all pass", []middleware.CriterionVerdict{{Name: "cites-source", Passed: true}, {Name: "correct-city", Passed: true}}, 1, true, nil, []bool{false, false}},
-		{"heavy passes", []middleware.CriterionVerdict{{Name: "cites-source", Gap: "no source"}, {Name: "Correct-City ", Passed: true}}, 0.75, true, nil, []bool{false, false}},
-		{"light passes", []middleware.CriterionVerdict{{Name: "cites-source", Passed: true}, {Name: "correct-city", Gap: "wrong city"}}, 0.25, false, nil, []bool{false, false}},
-		{"missing verdict fails", []middleware.CriterionVerdict{{Name: "correct-city", Passed: true}, {Name: "tone", Passed: true}}, 0.75, true, []string{"tone"}, []bool{true, false}},
-		{"conflicting verdicts fail", []middleware.CriterionVerdict{{Name: "correct-city", Passed: true}, {Name: "correct-city", Gap: "second look: wrong"}, {Name: "cites-source", Passed: true}}, 0.25, false, nil, []bool{false, false}},
-		{"nothing", nil, 0, false, nil, []bool{true, true}},
+		{"all pass", []middleware.CriterionVerdict{{Name: "cites-source", Passed: true}, {Name: "correct-city", Passed: true}}, 1, true, nil, nil},
+		{"heavy passes", []middleware.CriterionVerdict{{Name: "cites-source", Gap: "no source"}, {Name: "Correct-City ", Passed: true}}, 0.75, true, nil, nil},
+		{"light passes", []middleware.CriterionVerdict{{Name: "cites-source", Passed: true}, {Name: "correct-city", Gap: "wrong city"}}, 0.25, false, nil, nil},
+		{"missing verdict fails", []middleware.CriterionVerdict{{Name: "correct-city", Passed: true}, {Name: "tone", Passed: true}}, 0.75, true, []string{"tone"}, []string{"cites-source"}},
+		{"conflicting verdicts fail", []middleware.CriterionVerdict{{Name: "correct-city", Passed: true}, {Name: "correct-city", Gap: "second look: wrong"}, {Name: "cites-source", Passed: true}}, 0.25, false, nil, nil},
+		{"nothing", nil, 0, false, nil, []string{"cites-source", "correct-city"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestRubricGrade(t *testing.T) {
 			assert.Equal(t, tt.passed, g.Passed)
 			assert.Equal(t, tt.unknown, g.Unknown)
 			require.Len(t, g.Criteria, 2)
-			assert.Equal(t, tt.missing, []bool{g.Criteria[0].Missing, g.Criteria[1].Missing})
+			assert.Equal(t, tt.missing, g.Missing)
 		})
 	}
 	g := r.Grade([]middleware.CriterionVerdict{{Name: "correct-city", Gap: "second look: wrong"}})

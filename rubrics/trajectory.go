@@ -111,8 +111,8 @@ func modeList() string {
 }
 
 // Evaluate implements Check.
-func (c *TrajectoryCheck) Evaluate(_ context.Context, rec *Record) Result {
-	res := Result{Name: c.Name(), Kind: KindTrajectory}
+func (c *TrajectoryCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
+	res := CheckVerdict{Name: c.Name()}
 	if err := c.Validate(); err != nil {
 		res.Detail = "invalid check: " + err.Error()
 		return res

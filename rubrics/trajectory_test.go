@@ -82,7 +82,6 @@ func TestTrajectoryModes(t *testing.T) {
 			assert.Equal(t, tt.passed, res.Passed, res.Detail)
 			assert.InDelta(t, tt.score, res.Score, 1e-9, res.Detail)
 			assert.Contains(t, res.Detail, tt.detail)
-			assert.Equal(t, rubrics.KindTrajectory, res.Kind)
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/reports"
+	"github.com/dageval/dageval/rubrics"
 )
 
 const fixtureRun = "../../reports/testdata/run"
@@ -76,7 +77,7 @@ func writeRun(t *testing.T, digest string, cases, epochs int, out func(k evals.C
 			for e := 1; e <= epochs; e++ {
 				k := evals.CellKey{Case: fmt.Sprintf("case-%02d", c), Model: "openai:gpt-5", Profile: p, Epoch: e}
 				st := out(k)
-				r := evals.CellResult{CellKey: k, ID: fmt.Sprintf("%s--%s--e%d", k.Case, p, e), Status: st, Score: 1, Checks: []evals.CheckOutcome{}}
+				r := evals.CellResult{CellKey: k, ID: fmt.Sprintf("%s--%s--e%d", k.Case, p, e), Status: st, Score: 1, Checks: []rubrics.CheckVerdict{}}
 				if st != evals.StatusPass {
 					r.Score = 0
 				}

@@ -97,24 +97,24 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	for _, w := range suite.Warnings {
 		fmt.Fprintf(e.stderr, "dageval run: warning: %s\n", w)
 	}
-	oc, err := suite.Run(ctx, opts)
-	if oc == nil {
+	rr, err := suite.Run(ctx, opts)
+	if rr == nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
-	if strings.HasPrefix(oc.ModeReason, "CI=") {
-		fmt.Fprintf(e.stderr, "dageval run: mode %s: %s\n", oc.Mode, oc.ModeReason)
+	if strings.HasPrefix(rr.ModeReason, "CI=") {
+		fmt.Fprintf(e.stderr, "dageval run: mode %s: %s\n", rr.Mode, rr.ModeReason)
 	}
-	if rerr := renderRun(e.stdout, *out, oc, formats); rerr != nil && err == nil {
+	if rerr := renderRun(e.stdout, *out, rr, formats); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return &exitError{code: exitBad, msg: fmt.Sprintf("interrupted: %d of %d cells finished; the partial results are in %s", oc.Summary.ActualCells, oc.Summary.ExpectedCells, *out)}
+			return &exitError{code: exitBad, msg: fmt.Sprintf("interrupted: %d of %d cells finished; the partial results are in %s", rr.Summary.ActualCells, rr.Summary.ExpectedCells, *out)}
 		}
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
-	if !oc.Summary.Passed {
-		return failures("suite %s does not pass: %s", suite.Name, strings.Join(oc.Summary.Reasons, "; "))
+	if !rr.Summary.Passed {
+		return failures("suite %s does not pass: %s", suite.Name, strings.Join(rr.Summary.Reasons, "; "))
 	}
 	return nil
 }
@@ -165,14 +165,11 @@ func parseRunFormats(s string) ([]reports.Format, error) {
 
 // renderRun prints the table and markdown reports asked for, writes the
 // other formats (json, junit, html) into the output directory as report.*,
-// and always writes summary.md there.
-func renderRun(w io.Writer, outDir string, oc *evals.Outcome, formats []reports.Format) error {
-	run := reports.NewRun(oc.Summary, oc.Results, nil)
+// and always writes summary.md there. It renders the run from memory,
+// transcripts included, rather than reading back the files it just wrote.
+func renderRun(w io.Writer, outDir string, rr *evals.RunResult, formats []reports.Format) error {
+	run := reports.NewRun(rr.Summary, rr.Results, rr.Details)
 	if outDir != "" {
-		// The detail files carry the transcripts the HTML report shows.
-		if loaded, err := reports.Load(outDir); err == nil {
-			run = loaded
-		}
 		if _, err := reports.WriteFiles(run, []reports.Format{reports.FormatMD}, filepath.Join(outDir, evals.SummaryMarkdownFile)); err != nil {
 			return err
 		}

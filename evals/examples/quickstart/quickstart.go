@@ -309,7 +309,7 @@ func RecordEnv(name string) string {
 // Cells are recorded one at a time: the server derives response ids from
 // the requests it has seen, so a fixed order makes every recording of the
 // suite byte-identical.
-func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.Outcome, error) {
+func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.RunResult, error) {
 	srv := fakes.NewServer(Model())
 	defer srv.Close()
 	s, err := evals.Load(suitePath)
