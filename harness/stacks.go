@@ -287,7 +287,7 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 // stack is assembled; a caller middleware of the same name replaces it.
 type subAgentSlot struct{ agent.Base }
 
-func (*subAgentSlot) Name() string { return "SubAgentMiddleware" }
+func (*subAgentSlot) Name() string { return middleware.SubAgentName }
 
 // hasInterrupts mirrors Deep Agents: any entry, even an explicit false,
 // brings the human-in-the-loop middleware into the stack.

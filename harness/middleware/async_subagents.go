@@ -116,7 +116,7 @@ func (m *AsyncSubAgentMiddleware) agentList() string {
 }
 
 // Name implements agent.Middleware.
-func (m *AsyncSubAgentMiddleware) Name() string { return "AsyncSubAgentMiddleware" }
+func (m *AsyncSubAgentMiddleware) Name() string { return AsyncSubAgentName }
 
 // Tools implements agent.Middleware.
 func (m *AsyncSubAgentMiddleware) Tools() []tool.Tool { return m.tools }

@@ -222,7 +222,7 @@ func permissionsScopedToRoutes(perms []Permission, b backend.Backend) error {
 }
 
 // Name implements agent.Middleware.
-func (*Filesystem) Name() string { return "FilesystemMiddleware" }
+func (*Filesystem) Name() string { return FilesystemName }
 
 // Tools implements agent.Middleware.
 func (m *Filesystem) Tools() []tool.Tool { return slices.Clone(m.tools) }

@@ -14,9 +14,6 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// HumanInTheLoopName is the stack name of HumanInTheLoopMiddleware.
-const HumanInTheLoopName = "HumanInTheLoopMiddleware"
-
 // defaultApprovalPrefix starts the description a reviewer sees for a tool
 // call whose configuration gives none.
 const defaultApprovalPrefix = "Tool execution requires approval"

@@ -14,9 +14,6 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// MemoryName is the stack name of MemoryMiddleware.
-const MemoryName = "MemoryMiddleware"
-
 // MemoryContentsKey is the private state key holding the loaded memory
 // files: a JSON object from path to text.
 const MemoryContentsKey = "memory_contents"

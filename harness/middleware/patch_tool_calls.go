@@ -8,9 +8,6 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// PatchToolCallsName is the stack name of PatchToolCallsMiddleware.
-const PatchToolCallsName = "PatchToolCallsMiddleware"
-
 // PatchToolCallsMiddleware answers dangling tool calls before a run starts.
 // A call is dangling when no tool message anywhere in the history carries its
 // id — typically because the caller abandoned an interrupted run and sent a

@@ -9,9 +9,6 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// AnthropicPromptCachingName is the stack name of AnthropicPromptCachingMiddleware.
-const AnthropicPromptCachingName = "AnthropicPromptCachingMiddleware"
-
 // anthropicProvider is the provider name of Anthropic models (llm.Identity.Provider).
 const anthropicProvider = "anthropic"
 

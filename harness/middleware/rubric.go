@@ -315,7 +315,7 @@ Verdicts:
 When in doubt, do not pass a criterion. Record your verdict in the GraderResponse format with a short explanation.`
 
 // Name implements agent.Middleware.
-func (m *RubricMiddleware) Name() string { return "RubricMiddleware" }
+func (m *RubricMiddleware) Name() string { return RubricName }
 
 // MaxIterations returns the effective bound on gradings per grading run.
 func (m *RubricMiddleware) MaxIterations() int { return m.max }

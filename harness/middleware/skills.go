@@ -20,9 +20,6 @@ import (
 	"github.com/dageval/dageval/harness/backend"
 )
 
-// SkillsName is the stack name of SkillsMiddleware.
-const SkillsName = "SkillsMiddleware"
-
 // Private state keys of SkillsMiddleware.
 const (
 	// SkillsMetadataKey holds the loaded skills, a JSON array of Skill.

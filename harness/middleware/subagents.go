@@ -139,7 +139,7 @@ func (m *SubAgentMiddleware) description() string {
 }
 
 // Name implements agent.Middleware.
-func (m *SubAgentMiddleware) Name() string { return "SubAgentMiddleware" }
+func (m *SubAgentMiddleware) Name() string { return SubAgentName }
 
 // Tools implements agent.Middleware.
 func (m *SubAgentMiddleware) Tools() []tool.Tool { return []tool.Tool{m.task} }

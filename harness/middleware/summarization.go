@@ -15,9 +15,6 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// SummarizationName is the stack name of SummarizationMiddleware.
-const SummarizationName = "SummarizationMiddleware"
-
 // Private state keys of SummarizationMiddleware.
 const (
 	// SummarizationEventKey holds the latest SummarizationEvent.

@@ -11,9 +11,6 @@ import (
 	"github.com/dageval/dageval/harness/tool"
 )
 
-// SummarizationToolName is the stack name of SummarizationToolMiddleware.
-const SummarizationToolName = "SummarizationToolMiddleware"
-
 // CompactConversationTool is the name of the tool SummarizationToolMiddleware contributes.
 const CompactConversationTool = "compact_conversation"
 

@@ -11,9 +11,6 @@ import (
 	"github.com/dageval/dageval/harness/tool"
 )
 
-// TodoListName is the stack name of TodoListMiddleware.
-const TodoListName = "TodoListMiddleware"
-
 // WriteTodosTool is the name of the tool TodoListMiddleware contributes.
 const WriteTodosTool = "write_todos"
 

@@ -8,11 +8,6 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// ToolExclusionName is the stack name of ToolExclusionMiddleware. It starts
-// with an underscore, as in Deep Agents, so that a profile cannot exclude the
-// middleware that enforces its own excluded_tools.
-const ToolExclusionName = "_ToolExclusionMiddleware"
-
 // ToolExclusionMiddleware hides tools from the model by name. It only changes
 // what the model is offered: a call the model makes to a hidden tool anyway
 // still runs, because exclusion is about visibility, not permission. The

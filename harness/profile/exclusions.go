@@ -11,11 +11,12 @@ import (
 	"strings"
 
 	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/middleware"
 )
 
 // requiredMiddleware names the scaffolding every deep agent needs: its file
 // tools and its task tool. Profiles hide their tools with excluded_tools.
-var requiredMiddleware = []string{"FilesystemMiddleware", "SubAgentMiddleware"}
+var requiredMiddleware = []string{middleware.FilesystemName, middleware.SubAgentName}
 
 // RequiredMiddleware returns the names of the middleware a profile may not
 // exclude, sorted.
