@@ -399,7 +399,7 @@ func (p *parser) agent(raw node) error {
 		s.Agent.Spec = af
 		return nil
 	}
-	return p.errAt("agent", "want an agent file path or an agent mapping, got %s", nodeKind(raw.n))
+	return p.errAt("agent", "want an agent file path or an agent mapping, got %s", yamlx.Kind(raw.n))
 }
 
 // factoryRef recognises {factory: name}.
@@ -418,24 +418,6 @@ func factoryRef(m ast.MapNode) (string, bool) {
 		}
 	}
 	return name, found && n == 1
-}
-
-func nodeKind(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "nothing"
-	case ast.MapNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	}
-	return n.Type().String()
 }
 
 // providerNames lists the provider entries model specs may use: built-in,
@@ -515,9 +497,9 @@ func (p *parser) profiles(raws []rawProfile) error {
 			}
 			pr.Config = c
 		case rp.Profile.present():
-			c, err := profile.DecodeConfigNode(p.s.Path, rp.Profile.n)
+			c, err := profile.DecodeConfigNode(p.s.Path, rp.Profile.n, at+".profile")
 			if err != nil {
-				return prefixConfigKeys(err, at+".profile")
+				return err
 			}
 			pr.Config = c
 		}
@@ -535,20 +517,6 @@ func (p *parser) profiles(raws []rawProfile) error {
 		p.s.Profiles = append(p.s.Profiles, pr)
 	}
 	return nil
-}
-
-// prefixConfigKeys puts an inline profile's key paths under the suite key
-// that holds it.
-func prefixConfigKeys(err error, prefix string) error {
-	var ce *profile.ConfigError
-	if errors.As(err, &ce) {
-		if ce.Key == "" {
-			ce.Key = prefix
-		} else {
-			ce.Key = prefix + "." + ce.Key
-		}
-	}
-	return err
 }
 
 func (p *parser) limits(raw *rawLimits) error {
@@ -633,7 +601,7 @@ func (p *parser) cases(raws []rawCase) error {
 		case nil:
 			return p.errAt(at, "case %s needs an input (the user's message)", rc.ID)
 		default:
-			return p.errAt(at+".input", "want the user's message as a string, got %s", nodeKind(n))
+			return p.errAt(at+".input", "want the user's message as a string, got %s", yamlx.Kind(n))
 		}
 		if strings.TrimSpace(c.Input) == "" {
 			return p.errAt(at+".input", "the input is empty")
@@ -723,7 +691,7 @@ func (p *parser) rubric(c *Case, raw node, at string) error {
 		c.Rubric = r
 		return nil
 	}
-	return p.errAt(at, "want a rubric file path or an inline rubric (criteria), got %s", nodeKind(raw.n))
+	return p.errAt(at, "want a rubric file path or an inline rubric (criteria), got %s", yamlx.Kind(raw.n))
 }
 
 func (p *parser) grader(raw *rawGrader) error {

@@ -21,6 +21,7 @@ import (
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/tool"
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // ToolBehavior is what a declared tool does when the agent calls it during
@@ -173,7 +174,7 @@ func (p *parser) mock(raw *rawMock, at string) (*Mock, error) {
 				return nil, p.errAt(ak, "a match entry needs args (the arguments it answers)")
 			}
 			if _, ok := rm.Args.n.(ast.MapNode); !ok {
-				return nil, p.errAt(ak+".args", "want a mapping of argument names to values, got %s", nodeKind(rm.Args.n))
+				return nil, p.errAt(ak+".args", "want a mapping of argument names to values, got %s", yamlx.Kind(rm.Args.n))
 			}
 			raw, err := nodeJSON(rm.Args.n)
 			if err != nil {
@@ -269,7 +270,7 @@ func (p *parser) exec(raw *rawExec, at string) (*Exec, error) {
 		for i, v := range n.Values {
 			s, ok := v.(*ast.StringNode)
 			if !ok {
-				return nil, p.errAt(fmt.Sprintf("%s.command[%d]", at, i), "want a string, got %s", nodeKind(v))
+				return nil, p.errAt(fmt.Sprintf("%s.command[%d]", at, i), "want a string, got %s", yamlx.Kind(v))
 			}
 			e.Argv = append(e.Argv, s.Value)
 		}
@@ -279,7 +280,7 @@ func (p *parser) exec(raw *rawExec, at string) (*Exec, error) {
 	case nil:
 		return nil, p.errAt(at, "exec needs a command (a string run by sh -c, or a list of arguments)")
 	default:
-		return nil, p.errAt(at+".command", "want a string or a list of arguments, got %s", nodeKind(n))
+		return nil, p.errAt(at+".command", "want a string or a list of arguments, got %s", yamlx.Kind(n))
 	}
 	if raw.Timeout != "" {
 		d, err := time.ParseDuration(raw.Timeout)

@@ -203,9 +203,8 @@ func (r *ProfileRef) load(doc *yamlx.Doc, key string, af *AgentFile) error {
 		r.Inline = c
 		return nil
 	}
-	c, err := profile.DecodeConfigNode(doc.File, r.node)
+	c, err := profile.DecodeConfigNode(doc.File, r.node, key)
 	if err != nil {
-		prefixConfigKeys(err, key)
 		return err
 	}
 	if err := c.Validate(); err != nil {
@@ -213,24 +212,6 @@ func (r *ProfileRef) load(doc *yamlx.Doc, key string, af *AgentFile) error {
 	}
 	r.Inline = c
 	return nil
-}
-
-// prefixConfigKeys puts the agent file's path to the profile in front of
-// the keys of profile errors, so they read "profile.excluded_tools[0]".
-func prefixConfigKeys(err error, prefix string) {
-	var ce *profile.ConfigError
-	if errors.As(err, &ce) && ce.Key != prefix && !strings.HasPrefix(ce.Key, prefix+".") {
-		if ce.Key == "" {
-			ce.Key = prefix
-		} else {
-			ce.Key = prefix + "." + ce.Key
-		}
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			prefixConfigKeys(e, prefix)
-		}
-	}
 }
 
 // ResponseFormatDecl asks for a structured answer.

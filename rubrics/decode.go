@@ -8,6 +8,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/dageval/dageval/harness/tool"
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // ParseChecks parses a YAML list of checks, each a one-key mapping from the
@@ -57,7 +58,7 @@ func DecodeCheck(file string, node ast.Node, key string) (Check, error) {
 func (d *decoder) check(n ast.Node, key string) (Check, error) {
 	entries, err := d.mapping(n, key)
 	if err != nil {
-		return nil, d.errf(n, key, "a check is a one-key mapping such as {tool_called: get_weather}; got %s", kind(d.resolve(n)))
+		return nil, d.errf(n, key, "a check is a one-key mapping such as {tool_called: get_weather}; got %s", yamlx.Kind(d.resolve(n)))
 	}
 	if len(entries) != 1 {
 		names := make([]string, len(entries))
@@ -125,7 +126,7 @@ func (d *decoder) noError(n ast.Node, key string) (Check, error) {
 		return NoErrorCheck{}, nil
 	}
 	if _, _, err := d.fields(n, key); err != nil {
-		return nil, d.errf(n, key, "want true or {}, got %s", kind(r))
+		return nil, d.errf(n, key, "want true or {}, got %s", yamlx.Kind(r))
 	}
 	return NoErrorCheck{}, nil
 }
@@ -172,7 +173,7 @@ func (d *decoder) finalAnswer(n ast.Node, key string) (Check, error) {
 	if e, ok := f["json_schema"]; ok {
 		k := join(key, "json_schema")
 		if _, ok := d.resolve(e.val).(ast.MapNode); !ok {
-			return nil, d.errf(e.val, k, "want a JSON Schema mapping, got %s", kind(d.resolve(e.val)))
+			return nil, d.errf(e.val, k, "want a JSON Schema mapping, got %s", yamlx.Kind(d.resolve(e.val)))
 		}
 		if c.JSONSchema, err = d.json(e.val, k); err != nil {
 			return nil, err
@@ -207,7 +208,7 @@ func (d *decoder) callMatcher(n ast.Node, key string, extra ...string) (CallMatc
 		return m, map[string]entry{}, nil
 	}
 	if _, ok := d.resolve(n).(ast.MapNode); !ok {
-		return m, nil, d.errf(n, key, "want a tool name or a mapping with name and args, got %s", kind(d.resolve(n)))
+		return m, nil, d.errf(n, key, "want a tool name or a mapping with name and args, got %s", yamlx.Kind(d.resolve(n)))
 	}
 	f, _, err := d.fields(n, key, append(append([]string{}, callKeys...), extra...)...)
 	if err != nil {
@@ -226,7 +227,7 @@ func (d *decoder) callMatcher(n ast.Node, key string, extra ...string) (CallMatc
 	if e, ok := f["args"]; ok {
 		k := join(key, "args")
 		if _, ok := d.resolve(e.val).(ast.MapNode); !ok {
-			return m, nil, d.errf(e.val, k, "want a mapping of argument names to values, got %s", kind(d.resolve(e.val)))
+			return m, nil, d.errf(e.val, k, "want a mapping of argument names to values, got %s", yamlx.Kind(d.resolve(e.val)))
 		}
 		if m.Args.Value, err = d.json(e.val, k); err != nil {
 			return m, nil, err

@@ -102,27 +102,6 @@ func (d *decoder) resolve(n ast.Node) ast.Node {
 	return n
 }
 
-// kind describes a node's type for error messages.
-func kind(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "nothing (null)"
-	case ast.MapNode:
-		return "a mapping"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	case *ast.AliasNode:
-		return "an alias to an unknown anchor"
-	}
-	return n.Type().String()
-}
-
 func isNull(n ast.Node) bool {
 	_, ok := n.(*ast.NullNode)
 	return n == nil || ok
@@ -149,7 +128,7 @@ func (d *decoder) mapping(n ast.Node, key string) ([]entry, error) {
 	r := d.resolve(n)
 	mn, ok := r.(ast.MapNode)
 	if !ok {
-		return nil, d.errf(n, key, "want a mapping, got %s", kind(r))
+		return nil, d.errf(n, key, "want a mapping, got %s", yamlx.Kind(r))
 	}
 	var out []entry
 	it := mn.MapRange()
@@ -187,7 +166,7 @@ func (d *decoder) sequence(n ast.Node, key string) ([]ast.Node, error) {
 	r := d.resolve(n)
 	seq, ok := r.(*ast.SequenceNode)
 	if !ok {
-		return nil, d.errf(n, key, "want a list, got %s", kind(r))
+		return nil, d.errf(n, key, "want a list, got %s", yamlx.Kind(r))
 	}
 	return seq.Values, nil
 }
@@ -199,7 +178,7 @@ func (d *decoder) str(n ast.Node, key string) (string, error) {
 	case *ast.LiteralNode:
 		return v.Value.Value, nil
 	default:
-		return "", d.errf(n, key, "want a string, got %s", kind(v))
+		return "", d.errf(n, key, "want a string, got %s", yamlx.Kind(v))
 	}
 }
 
@@ -231,7 +210,7 @@ func (d *decoder) texts(n ast.Node, key string) ([]string, error) {
 	}
 	s, err := d.text(n, key)
 	if err != nil {
-		return nil, d.errf(n, key, "want a string or a list of strings, got %s", kind(d.resolve(n)))
+		return nil, d.errf(n, key, "want a string or a list of strings, got %s", yamlx.Kind(d.resolve(n)))
 	}
 	return []string{s}, nil
 }
@@ -248,13 +227,13 @@ func (d *decoder) float(n ast.Node, key string) (float64, error) {
 	case *ast.FloatNode:
 		return v.Value, nil
 	}
-	return 0, d.errf(n, key, "want a number, got %s", kind(d.resolve(n)))
+	return 0, d.errf(n, key, "want a number, got %s", yamlx.Kind(d.resolve(n)))
 }
 
 func (d *decoder) integer(n ast.Node, key string) (int, error) {
 	v, ok := d.resolve(n).(*ast.IntegerNode)
 	if !ok {
-		return 0, d.errf(n, key, "want a whole number, got %s", kind(d.resolve(n)))
+		return 0, d.errf(n, key, "want a whole number, got %s", yamlx.Kind(d.resolve(n)))
 	}
 	switch x := v.Value.(type) {
 	case int64:
@@ -272,7 +251,7 @@ func (d *decoder) integer(n ast.Node, key string) (int, error) {
 func (d *decoder) boolean(n ast.Node, key string) (bool, error) {
 	v, ok := d.resolve(n).(*ast.BoolNode)
 	if !ok {
-		return false, d.errf(n, key, "want true or false, got %s", kind(d.resolve(n)))
+		return false, d.errf(n, key, "want true or false, got %s", yamlx.Kind(d.resolve(n)))
 	}
 	return v.Value, nil
 }
@@ -344,7 +323,7 @@ func (d *decoder) writeJSON(buf *bytes.Buffer, n ast.Node, key string, depth int
 		}
 		buf.WriteByte('}')
 	default:
-		return d.errf(n, key, "cannot use %s here", kind(v))
+		return d.errf(n, key, "cannot use %s here", yamlx.Kind(v))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -298,4 +299,21 @@ func TestDescribe(t *testing.T) {
 	j, err := json.Marshal(profile.MustHarnessProfile(profile.HarnessSpec{}).Describe())
 	require.NoError(t, err)
 	assert.Equal(t, `{}`, string(j))
+}
+
+// Every problem of an embedded profile names its key in the file that holds
+// it, not only the first.
+func TestDecodeConfigNodeKeys(t *testing.T) {
+	f, err := parser.ParseBytes([]byte("profiles:\n  - profile:\n      excluded_tools: 5\n      bogus: 1\n"), 0)
+	require.NoError(t, err)
+	node, err := yaml.PathString("$.profiles[0].profile")
+	require.NoError(t, err)
+	n, err := node.FilterFile(f)
+	require.NoError(t, err)
+	_, err = profile.DecodeConfigNode("suite.yaml", n, "profiles[0].profile")
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, "suite.yaml:3:23: profiles[0].profile.excluded_tools: must be a list of strings, got a number", lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], `suite.yaml:4:7: profiles[0].profile.bogus: unknown key "bogus"`), lines[1])
 }

@@ -43,14 +43,15 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 		}
 		body = doc.Body
 	}
-	return DecodeConfigNode(file, body)
+	return DecodeConfigNode(file, body, "")
 }
 
 // DecodeConfigNode reads a profile from a YAML node, for files that embed a
-// profile (an agent file's `profile:` key); file names it in errors. A nil
-// node or null is an empty config.
-func DecodeConfigNode(file string, node ast.Node) (*Config, error) {
-	d := &decoder{file: file, anchors: map[string]ast.Node{}}
+// profile (an agent file's `profile:` key); file names it in errors and key,
+// the node's path in that file ("" for a whole document), comes first in the
+// key of every error. A nil node or null is an empty config.
+func DecodeConfigNode(file string, node ast.Node, key string) (*Config, error) {
+	d := &decoder{file: file, root: key, anchors: map[string]ast.Node{}}
 	c := d.config(node)
 	if err := d.err(); err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func DecodeConfigNode(file string, node ast.Node) (*Config, error) {
 
 // UnmarshalYAML lets go-yaml decode a Config strictly, with positions.
 func (c *Config) UnmarshalYAML(node ast.Node) error {
-	parsed, err := DecodeConfigNode("", node)
+	parsed, err := DecodeConfigNode("", node, "")
 	if err != nil {
 		return err
 	}
@@ -69,13 +70,22 @@ func (c *Config) UnmarshalYAML(node ast.Node) error {
 }
 
 type decoder struct {
-	file    string
+	file string
+	// root is the path of the decoded node in its file.
+	root    string
 	errs    []error
 	anchors map[string]ast.Node
 }
 
 func (d *decoder) fail(n ast.Node, key string, err error) {
 	line, col := yamlx.Position(n)
+	if d.root != "" {
+		if key == "" {
+			key = d.root
+		} else {
+			key = d.root + "." + key
+		}
+	}
 	d.errs = append(d.errs, &ConfigError{File: d.file, Line: line, Column: col, Key: key, Err: err})
 }
 
@@ -105,27 +115,6 @@ func (d *decoder) resolve(n ast.Node) (node ast.Node, tag string) {
 		}
 	}
 	return n, tag
-}
-
-// kind names a node's type for messages.
-func kind(n ast.Node) string {
-	switch n.(type) {
-	case nil, *ast.NullNode:
-		return "null"
-	case *ast.StringNode, *ast.LiteralNode:
-		return "a string"
-	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
-		return "a number"
-	case *ast.BoolNode:
-		return "a boolean"
-	case *ast.SequenceNode:
-		return "a list"
-	case *ast.MappingNode, *ast.MappingValueNode:
-		return "a mapping"
-	case *ast.AliasNode:
-		return "an undefined alias"
-	}
-	return "a " + n.Type().String()
 }
 
 func isNull(n ast.Node) bool {
@@ -169,7 +158,7 @@ func (d *decoder) entries(n ast.Node, path string) ([]*ast.MappingValueNode, []s
 	for _, mv := range values {
 		k, ok := d.str(mv.Key)
 		if !ok {
-			d.fail(mv.Key, path, fmt.Errorf("keys must be strings, got %s", kind(mv.Key)))
+			d.fail(mv.Key, path, fmt.Errorf("keys must be strings, got %s", yamlx.Kind(mv.Key)))
 			continue
 		}
 		if seen[k] {
@@ -198,7 +187,7 @@ func (d *decoder) config(n ast.Node) *Config {
 	}
 	values, keys, ok := d.entries(n, "")
 	if !ok {
-		d.fail(n, "", fmt.Errorf("a profile must be a mapping of %s, got %s", strings.Join(configKeys, ", "), kind(n)))
+		d.fail(n, "", fmt.Errorf("a profile must be a mapping of %s, got %s", strings.Join(configKeys, ", "), yamlx.Kind(n)))
 		return c
 	}
 	for i, mv := range values {
@@ -236,7 +225,7 @@ func (d *decoder) optString(n ast.Node, key string) *string {
 	}
 	s, ok := d.str(n)
 	if !ok {
-		d.fail(r, key, fmt.Errorf("must be a string or null, got %s", kind(r)))
+		d.fail(r, key, fmt.Errorf("must be a string or null, got %s", yamlx.Kind(r)))
 		return nil
 	}
 	return &s
@@ -249,7 +238,7 @@ func (d *decoder) stringMap(n ast.Node, key string) map[string]string {
 	}
 	values, keys, ok := d.entries(r, key)
 	if !ok {
-		d.fail(r, key, fmt.Errorf("must be a mapping of tool names to descriptions, got %s", kind(r)))
+		d.fail(r, key, fmt.Errorf("must be a mapping of tool names to descriptions, got %s", yamlx.Kind(r)))
 		return nil
 	}
 	out := make(map[string]string, len(values))
@@ -257,7 +246,7 @@ func (d *decoder) stringMap(n ast.Node, key string) map[string]string {
 		v, ok := d.str(mv.Value)
 		if !ok {
 			vr, _ := d.resolve(mv.Value)
-			d.fail(vr, join(key, keys[i]), fmt.Errorf("must be a string, got %s", kind(vr)))
+			d.fail(vr, join(key, keys[i]), fmt.Errorf("must be a string, got %s", yamlx.Kind(vr)))
 			continue
 		}
 		out[keys[i]] = v
@@ -275,7 +264,7 @@ func (d *decoder) stringList(n ast.Node, key string, check func(string) error) [
 	}
 	seq, ok := r.(*ast.SequenceNode)
 	if !ok {
-		d.fail(r, key, fmt.Errorf("must be a list of strings, got %s", kind(r)))
+		d.fail(r, key, fmt.Errorf("must be a list of strings, got %s", yamlx.Kind(r)))
 		return nil
 	}
 	var out []string
@@ -284,7 +273,7 @@ func (d *decoder) stringList(n ast.Node, key string, check func(string) error) [
 		s, ok := d.str(item)
 		if !ok {
 			ir, _ := d.resolve(item)
-			d.fail(ir, path, fmt.Errorf("must be a string, got %s", kind(ir)))
+			d.fail(ir, path, fmt.Errorf("must be a string, got %s", yamlx.Kind(ir)))
 			continue
 		}
 		if check != nil {
@@ -305,7 +294,7 @@ func (d *decoder) generalPurpose(n ast.Node, key string) *GeneralPurposeSubagent
 	}
 	values, keys, ok := d.entries(r, key)
 	if !ok {
-		d.fail(r, key, fmt.Errorf("must be a mapping with %s, got %s", strings.Join(gpKeys, ", "), kind(r)))
+		d.fail(r, key, fmt.Errorf("must be a mapping with %s, got %s", strings.Join(gpKeys, ", "), yamlx.Kind(r)))
 		return nil
 	}
 	gp := &GeneralPurposeSubagent{}
@@ -320,7 +309,7 @@ func (d *decoder) generalPurpose(n ast.Node, key string) *GeneralPurposeSubagent
 				v := b.Value
 				gp.Enabled = &v
 			default:
-				d.fail(vr, path, fmt.Errorf("must be true, false or null, got %s", kind(vr)))
+				d.fail(vr, path, fmt.Errorf("must be true, false or null, got %s", yamlx.Kind(vr)))
 			}
 		case "description":
 			gp.Description = d.optString(mv.Value, path)

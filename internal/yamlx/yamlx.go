@@ -304,3 +304,24 @@ func NodeError(n ast.Node, format string, args ...any) *Error {
 	p := pos(n)
 	return &Error{Line: p.Line, Column: p.Column, Msg: fmt.Sprintf(format, args...)}
 }
+
+// Kind names a node's type for messages such as "want a list, got a string".
+func Kind(n ast.Node) string {
+	switch n.(type) {
+	case nil, *ast.NullNode:
+		return "nothing (null)"
+	case ast.MapNode:
+		return "a mapping"
+	case *ast.SequenceNode:
+		return "a list"
+	case *ast.StringNode, *ast.LiteralNode:
+		return "a string"
+	case *ast.IntegerNode, *ast.FloatNode, *ast.InfinityNode, *ast.NanNode:
+		return "a number"
+	case *ast.BoolNode:
+		return "a boolean"
+	case *ast.AliasNode:
+		return "an alias to an unknown anchor"
+	}
+	return n.Type().String()
+}

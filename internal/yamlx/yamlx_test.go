@@ -108,3 +108,15 @@ func TestPosition(t *testing.T) {
 	l, c = Position(nil)
 	assert.Equal(t, [2]int{0, 0}, [2]int{l, c})
 }
+
+func TestKind(t *testing.T) {
+	d, err := Parse("s.yaml", []byte("m: {a: 1}\nl: [1]\ns: x\nb: |\n  x\nn: 1.5\ni: .inf\nt: true\nz: null\n"))
+	require.NoError(t, err)
+	for path, want := range map[string]string{
+		"m": "a mapping", "l": "a list", "s": "a string", "b": "a string", "n": "a number",
+		"i": "a number", "t": "a boolean", "z": "nothing (null)",
+	} {
+		assert.Equal(t, want, Kind(d.Node(path)), path)
+	}
+	assert.Equal(t, "nothing (null)", Kind(nil))
+}
