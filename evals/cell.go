@@ -13,6 +13,7 @@ import (
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
@@ -360,8 +361,8 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 		cfg.Tools = tools
 	} else {
 		af := s.Agent.Spec
-		c, err := af.Config(harness.AgentOptions{
-			Bind:         func(d harness.ToolDecl) (tool.Tool, error) { return s.bind(cell.CaseDef, &r.o, d) },
+		c, err := af.Config(agentfile.Options{
+			Bind:         func(d agentfile.Tool) (tool.Tool, error) { return s.bind(cell.CaseDef, &r.o, d) },
 			Model:        cell.Model,
 			Profiles:     prof,
 			Middleware:   extra,

@@ -2,9 +2,7 @@ package evals
 
 import (
 	"context"
-	"maps"
 	"net/http"
-	"slices"
 
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/harness"
@@ -19,13 +17,8 @@ import (
 func (s *Suite) providerEntries() map[string]provider.Entry {
 	out := map[string]provider.Entry{}
 	if af := s.Agent.Spec; af != nil {
-		for _, name := range slices.Sorted(maps.Keys(af.Providers)) {
-			d := af.Providers[name]
-			kind := d.Kind
-			if kind == "" {
-				kind = provider.KindOpenAICompatible
-			}
-			out[name] = provider.Entry{Kind: kind, BaseURL: d.BaseURL, APIKeyEnv: d.APIKeyEnv, Headers: d.Headers}
+		for name, d := range af.Providers {
+			out[name] = d.Entry()
 		}
 	}
 	for name, e := range s.Providers {

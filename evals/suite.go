@@ -16,7 +16,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/dageval/dageval/fakes"
-	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/harness/provider"
@@ -91,7 +91,7 @@ type AgentSource struct {
 	// Factory names an agent factory registered with RegisterAgent.
 	Factory string
 	// Spec is the decoded agent file or inline agent; nil for a factory.
-	Spec *harness.AgentFile
+	Spec *agentfile.File
 }
 
 // Profile is one harness profile of the matrix.
@@ -244,7 +244,7 @@ func Parse(path string, data []byte) (*Suite, error) {
 	if err := doc.Decode(&raw); err != nil {
 		return nil, err
 	}
-	p := &parser{doc: doc, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc}}
+	p := &parser{doc: doc, data: data, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc}}
 	if err := p.suite(&raw); err != nil {
 		return nil, err
 	}
@@ -252,8 +252,9 @@ func Parse(path string, data []byte) (*Suite, error) {
 }
 
 type parser struct {
-	doc *yamlx.Doc
-	s   *Suite
+	doc  *yamlx.Doc
+	data []byte // the suite file, for its inline agent
+	s    *Suite
 }
 
 // errAt reports a problem at a key; a key the file does not have is
@@ -375,7 +376,7 @@ func (p *parser) agent(raw node) error {
 			return p.errAt("agent", "the agent file path is empty")
 		}
 		s.Agent.File = p.resolve(n.Value)
-		af, err := harness.LoadAgentFile(s.Agent.File)
+		af, err := agentfile.Load(s.Agent.File)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return p.errAt("agent", "agent file %s does not exist", s.Agent.File)
@@ -392,7 +393,7 @@ func (p *parser) agent(raw node) error {
 			s.Agent.Factory = name
 			return nil
 		}
-		af, err := harness.DecodeAgentFile(p.doc, "agent")
+		af, err := agentfile.ParseEmbedded(p.s.Path, p.data, "agent")
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/tool"
 	"github.com/dageval/dageval/internal/yamlx"
@@ -380,7 +381,7 @@ func (s *Suite) behaviour(c *Case, name string) *ToolBehavior {
 }
 
 // bind builds the run-time tool for a declaration in one case.
-func (s *Suite) bind(c *Case, o *Options, d harness.ToolDecl) (tool.Tool, error) {
+func (s *Suite) bind(c *Case, o *Options, d agentfile.Tool) (tool.Tool, error) {
 	spec := llm.ToolSpec{Name: d.Name, Description: d.Description, Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
 	if d.Parameters != nil {
 		raw, err := json.Marshal(d.Parameters)

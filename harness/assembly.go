@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -223,7 +225,7 @@ func profileText(d profile.Description) string {
 	if len(d.ToolDescriptionOverrides) > 0 {
 		field("tool_description_overrides")
 		sb.WriteString("\n")
-		for _, k := range sortedKeys(d.ToolDescriptionOverrides) {
+		for _, k := range slices.Sorted(maps.Keys(d.ToolDescriptionOverrides)) {
 			sb.WriteString("    " + k + ":\n" + indentBlock(d.ToolDescriptionOverrides[k], "      "))
 		}
 	}

@@ -24,18 +24,8 @@ func newSummarization(m llm.ChatModel, b backend.Backend) (agent.Middleware, err
 	return middleware.NewSummarization(middleware.SummarizationOptions{
 		Backend:       b,
 		Model:         m,
-		ContextWindow: contextWindow,
+		ContextWindow: catalog.ContextWindow,
 	})
-}
-
-// contextWindow looks models up in the catalog so summarization can trigger
-// at a fraction of the window.
-func contextWindow(id llm.Identity) (int, bool) {
-	info, err := catalog.Lookup(id.String())
-	if err != nil || info.ContextWindow <= 0 {
-		return 0, false
-	}
-	return info.ContextWindow, true
 }
 
 func newPatchToolCalls() agent.Middleware { return middleware.NewPatchToolCalls() }

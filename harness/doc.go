@@ -20,7 +20,6 @@
 //     (main, general-purpose, then the caller's subagents as declared) and
 //     names the model of every subagent it builds, so a model change shows
 //     in `dageval assemble --diff`.
-//   - Agent files drop the final line break a YAML block scalar ("|") adds
-//     to prompts and descriptions; joined with a profile's prompt it would
-//     otherwise double the blank line between them.
+//
+// Agent files, the YAML form of a Config, are read by harness/agentfile.
 package harness

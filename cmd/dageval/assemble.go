@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/profile"
 )
 
@@ -118,11 +119,11 @@ func describe(ctx context.Context, agentFile, model string, profileFiles []strin
 	cfg := harness.Config{ModelSpec: model}
 	var opts harness.DescribeOptions
 	if agentFile != "" {
-		af, err := harness.LoadAgentFile(agentFile)
+		af, err := agentfile.Load(agentFile)
 		if err != nil {
 			return nil, err
 		}
-		if cfg, err = af.Config(harness.AgentOptions{Model: model, Profiles: profs}); err != nil {
+		if cfg, err = af.Config(agentfile.Options{Model: model, Profiles: profs}); err != nil {
 			return nil, err
 		}
 		opts.Files = af.SeedFiles()

@@ -110,6 +110,18 @@ func Version() string { return Default().Version() }
 // Lookup finds a model in the embedded catalog; see Catalog.Lookup.
 func Lookup(spec string) (Model, error) { return Default().Lookup(spec) }
 
+// ContextWindow returns a model's context window in tokens from the embedded
+// catalog, and false when the catalog does not know it. It has the shape of
+// middleware.SummarizationOptions.ContextWindow, so summarization can trigger
+// at a fraction of the window.
+func ContextWindow(id llm.Identity) (int, bool) {
+	m, err := Lookup(id.String())
+	if err != nil || m.ContextWindow <= 0 {
+		return 0, false
+	}
+	return m.ContextWindow, true
+}
+
 // CostOf prices usage with the embedded catalog; see Catalog.Cost.
 func CostOf(spec string, u llm.Usage) (Cost, error) { return Default().Cost(spec, u) }
 

@@ -139,3 +139,11 @@ func TestLookupReturnsCopies(t *testing.T) {
 	assert.Equal(t, "claude-haiku-4-5-20251001", again.Aliases[0])
 	assert.False(t, errors.Is(err, catalog.ErrUnknownModel))
 }
+
+func TestContextWindow(t *testing.T) {
+	w, ok := catalog.ContextWindow(llm.Identity{Provider: "anthropic", Model: "claude-sonnet-4-6"})
+	assert.True(t, ok)
+	assert.Positive(t, w)
+	_, ok = catalog.ContextWindow(llm.Identity{Provider: "local", Model: "model-a"})
+	assert.False(t, ok, "unknown models have no window")
+}

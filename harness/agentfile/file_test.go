@@ -1,4 +1,4 @@
-package harness_test
+package agentfile_test
 
 import (
 	"os"
@@ -9,13 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/tool"
 )
 
 // Bad agent files are refused with the file, line, column and key of the
 // problem. Each case is a whole file.
-func TestAgentFileErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
 	}{
@@ -56,9 +59,9 @@ func TestAgentFileErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			af, err := harness.ParseAgentFile("agent.yaml", []byte(tt.yaml))
+			af, err := agentfile.Parse("agent.yaml", []byte(tt.yaml))
 			if err == nil {
-				_, err = af.Config(harness.AgentOptions{})
+				_, err = af.Config(agentfile.Options{})
 			}
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
@@ -67,10 +70,10 @@ func TestAgentFileErrors(t *testing.T) {
 }
 
 // A profile file's own problems are reported at the profile file's lines.
-func TestAgentFileProfileFileErrors(t *testing.T) {
+func TestProfileFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "p.yaml"), []byte("excluded_tools: [x]\nexcluded_middleware: [SubAgentMiddleware]\n"), 0o644))
-	_, err := harness.ParseAgentFile(filepath.Join(dir, "agent.yaml"), []byte("name: a\nprofile: p.yaml\n"))
+	_, err := agentfile.Parse(filepath.Join(dir, "agent.yaml"), []byte("name: a\nprofile: p.yaml\n"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), filepath.Join(dir, "agent.yaml")+":2:1: profile: ")
 	assert.Contains(t, err.Error(), filepath.Join(dir, "p.yaml")+":2:23: excluded_middleware[0]: required scaffolding cannot be excluded")
@@ -78,14 +81,14 @@ func TestAgentFileProfileFileErrors(t *testing.T) {
 
 // The example agent becomes the Config it describes.
 func TestExampleAgentFile(t *testing.T) {
-	af, err := harness.LoadAgentFile("../evals/examples/agents/researcher.yaml")
+	af, err := agentfile.Load("../../evals/examples/agents/researcher.yaml")
 	require.NoError(t, err)
-	cfg, err := af.Config(harness.AgentOptions{})
+	cfg, err := af.Config(agentfile.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, "researcher", cfg.Name)
 	assert.Equal(t, "anthropic:claude-sonnet-4-6", cfg.ModelSpec)
 	assert.Equal(t, "You are a research assistant. Answer the user's question with a short\nreport: findings first, each claim backed by a source you actually read.\nSave the report to /reports/<topic>.md and tell the user where it is.", cfg.SystemPrompt, "the block scalar's last line break is dropped")
-	assert.Equal(t, []string{"web_search", "fetch_url", "publish_report"}, toolNames(toolSpecs(cfg)))
+	assert.Equal(t, []string{"web_search", "fetch_url", "publish_report"}, toolNames(cfg.Tools))
 	require.Len(t, cfg.SubAgents, 1)
 	fc := cfg.SubAgents[0]
 	assert.Equal(t, "fact-checker", fc.Name)
@@ -105,12 +108,19 @@ func TestExampleAgentFile(t *testing.T) {
 	as, err := a.Describe(t.Context(), harness.DescribeOptions{Files: seeds})
 	require.NoError(t, err)
 	main := stackOf(t, as, "main")
-	assert.Equal(t, []string{skillsMW, fsMW, subMW, summMW, patchMW, cacheMW, memoryMW, hitlMW}, main.Middleware)
+	assert.Equal(t, []string{
+		middleware.SkillsName, middleware.FilesystemName, middleware.SubAgentName, middleware.SummarizationName,
+		middleware.PatchToolCallsName, middleware.AnthropicPromptCachingName, middleware.MemoryName, middleware.HumanInTheLoopName,
+	}, main.Middleware)
 	assert.Contains(t, main.SystemPrompt, "**citations**")
 	assert.Contains(t, main.SystemPrompt, "Prefer primary sources")
 	fcs := stackOf(t, as, "subagent:fact-checker")
 	assert.Equal(t, "anthropic:claude-sonnet-4-6", fcs.Model)
-	assert.Equal(t, append(append([]string{}, fsTools...), "web_search", "fetch_url"), stackTools(fcs))
+	var fcsTools []string
+	for _, tl := range fcs.Tools {
+		fcsTools = append(fcsTools, tl.Name)
+	}
+	assert.Equal(t, []string{"ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "web_search", "fetch_url"}, fcsTools)
 
 	// A declared tool has no behaviour of its own unless a binder gives it one.
 	res, err := cfg.Tools[0].Call(t.Context(), []byte(`{"query":"x"}`))
@@ -119,7 +129,7 @@ func TestExampleAgentFile(t *testing.T) {
 
 	t.Run("overrides", func(t *testing.T) {
 		extra := profile.MustHarnessProfile(profile.HarnessSpec{SystemPromptSuffix: ptr("Extra.")})
-		cfg, err := af.Config(harness.AgentOptions{Model: "openai:gpt-5", Profiles: []*profile.HarnessProfile{extra}})
+		cfg, err := af.Config(agentfile.Options{Model: "openai:gpt-5", Profiles: []*profile.HarnessProfile{extra}})
 		require.NoError(t, err)
 		assert.Equal(t, "openai:gpt-5", cfg.ModelSpec)
 		s, ok := cfg.Profile.SystemPromptSuffix()
@@ -129,25 +139,68 @@ func TestExampleAgentFile(t *testing.T) {
 }
 
 // A file's own providers resolve its models, with no API key and no call.
-func TestAgentFileProviders(t *testing.T) {
-	af, err := harness.ParseAgentFile("agent.yaml", []byte("model: local:model-a\nproviders:\n  local:\n    base_url: http://127.0.0.1:9/v1\n    api_key_env: LOCAL_KEY\n"))
+func TestProviders(t *testing.T) {
+	af, err := agentfile.Parse("agent.yaml", []byte("model: local:model-a\nproviders:\n  local:\n    base_url: http://127.0.0.1:9/v1\n    api_key_env: LOCAL_KEY\n"))
 	require.NoError(t, err)
-	cfg, err := af.Config(harness.AgentOptions{Registry: emptyRegistry()})
+	cfg, err := af.Config(agentfile.Options{Registry: emptyRegistry()})
 	require.NoError(t, err)
 	cfg.Profiles = emptyRegistry()
 	a, err := harness.New(cfg)
 	require.NoError(t, err)
-	as := describe(t, a)
+	as, err := a.Describe(t.Context(), harness.DescribeOptions{})
+	require.NoError(t, err)
 	assert.Equal(t, "local:model-a", as.Model)
 	id, ok := llm.IdentityOf(a.Config().Model)
 	require.True(t, ok)
 	assert.Equal(t, llm.Identity{Provider: "local", Model: "model-a"}, id)
 }
 
-func toolSpecs(cfg harness.Config) []llm.ToolSpec {
-	out := make([]llm.ToolSpec, len(cfg.Tools))
-	for i, t := range cfg.Tools {
-		out[i] = t.Spec()
+// Middleware named in an agent file built in Go are checked when it becomes
+// a Config, as they are when a file is read.
+func TestConfigUnknownMiddleware(t *testing.T) {
+	tests := []struct {
+		name string
+		file agentfile.File
+		want string
+	}{
+		{"main", agentfile.File{Path: "agent.yaml", Middleware: []agentfile.Middleware{{Name: "Bogus"}}},
+			`agent.yaml: middleware[0].name: unknown middleware "Bogus" (known: AnthropicPromptCachingMiddleware, PatchToolCallsMiddleware, SummarizationMiddleware, TodoListMiddleware)`},
+		{"subagent", agentfile.File{Path: "agent.yaml", SubAgents: []agentfile.SubAgent{{Name: "a", Description: "d", SystemPrompt: "p", Middleware: []agentfile.Middleware{{Name: "Nope"}}}}},
+			`agent.yaml: subagents[0].middleware[0].name: unknown middleware "Nope" (known: AnthropicPromptCachingMiddleware,`},
+		{"options", agentfile.File{Path: "agent.yaml", Middleware: []agentfile.Middleware{{Name: middleware.TodoListName, Options: map[string]any{"bogus": 1}}}},
+			`agent.yaml: middleware[0].options: TodoListMiddleware: options: json: unknown field "bogus"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.file.Config(agentfile.Options{ResolveModel: func(string) (llm.ChatModel, error) { return nil, nil }})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func toolNames(tools []tool.Tool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Spec().Name
 	}
 	return out
 }
+
+func stackOf(t *testing.T, as *harness.Assembly, name string) harness.Stack {
+	t.Helper()
+	for _, s := range as.Stacks {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no stack %q", name)
+	return harness.Stack{}
+}
+
+// emptyRegistry is a profile registry without built-ins or plugins.
+func emptyRegistry() *profile.Registry {
+	return profile.NewRegistry(profile.WithBuiltins(nil), profile.WithPlugins())
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,58 +1,24 @@
-package harness
+package agentfile
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
+	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 )
 
-// Deferred is caller middleware that can only be built once the assembly
-// knows the stack's model and backend (e.g. a summarization middleware with
-// custom triggers named in an agent file). New builds it per stack.
-type Deferred struct {
-	agent.Base
-	name  string
-	build func(model llm.ChatModel, b backend.Backend) (agent.Middleware, error)
-}
-
-// NewDeferred returns middleware named name that New builds with build.
-func NewDeferred(name string, build func(model llm.ChatModel, b backend.Backend) (agent.Middleware, error)) *Deferred {
-	return &Deferred{name: name, build: build}
-}
-
-// Name implements agent.Middleware.
-func (d *Deferred) Name() string { return d.name }
-
-// WrapModelCall fails loudly if a Deferred reaches a running agent unbuilt.
-func (d *Deferred) WrapModelCall(context.Context, *agent.ModelRequest, agent.ModelHandler) (*agent.ModelResponse, error) {
-	return nil, fmt.Errorf("middleware %s was not built: pass it through harness.New", d.name)
-}
-
-// buildDeferred replaces Deferred entries with the middleware they build.
-func buildDeferred(mws []agent.Middleware, model llm.ChatModel, b backend.Backend) ([]agent.Middleware, error) {
-	out := slices.Clone(mws)
-	for i, m := range out {
-		if d, ok := m.(*Deferred); ok {
-			built, err := d.build(model, b)
-			if err != nil {
-				return nil, fmt.Errorf("middleware %s: %w", d.name, err)
-			}
-			out[i] = built
-		}
-	}
-	return out, nil
-}
-
 // builtinMiddleware builds the middleware an agent file may name, from its options.
 var builtinMiddleware = map[string]func(options map[string]any) (agent.Middleware, error){
-	"TodoListMiddleware": func(o map[string]any) (agent.Middleware, error) {
+	middleware.TodoListName: func(o map[string]any) (agent.Middleware, error) {
 		var opts struct {
 			SystemPrompt    *string `json:"system_prompt"`
 			ToolDescription string  `json:"tool_description"`
@@ -62,13 +28,13 @@ var builtinMiddleware = map[string]func(options map[string]any) (agent.Middlewar
 		}
 		return middleware.NewTodoList(middleware.TodoListConfig{SystemPrompt: opts.SystemPrompt, ToolDescription: opts.ToolDescription}), nil
 	},
-	"PatchToolCallsMiddleware": func(o map[string]any) (agent.Middleware, error) {
+	middleware.PatchToolCallsName: func(o map[string]any) (agent.Middleware, error) {
 		if err := decodeOptions(o, &struct{}{}); err != nil {
 			return nil, err
 		}
 		return middleware.NewPatchToolCalls(), nil
 	},
-	"AnthropicPromptCachingMiddleware": func(o map[string]any) (agent.Middleware, error) {
+	middleware.AnthropicPromptCachingName: func(o map[string]any) (agent.Middleware, error) {
 		var opts struct {
 			TTL string `json:"ttl"`
 		}
@@ -77,21 +43,32 @@ var builtinMiddleware = map[string]func(options map[string]any) (agent.Middlewar
 		}
 		return middleware.NewAnthropicPromptCaching(middleware.PromptCachingOptions{TTL: opts.TTL})
 	},
-	"SummarizationMiddleware": func(o map[string]any) (agent.Middleware, error) {
+	middleware.SummarizationName: func(o map[string]any) (agent.Middleware, error) {
 		opts, err := summarizationOptions(o)
 		if err != nil {
 			return nil, err
 		}
-		return NewDeferred("SummarizationMiddleware", func(m llm.ChatModel, b backend.Backend) (agent.Middleware, error) {
+		return harness.NewDeferred(middleware.SummarizationName, func(m llm.ChatModel, b backend.Backend) (agent.Middleware, error) {
 			so := opts
-			so.Model, so.Backend, so.ContextWindow = m, b, contextWindow
+			so.Model, so.Backend, so.ContextWindow = m, b, catalog.ContextWindow
 			return middleware.NewSummarization(so)
 		}), nil
 	},
 }
 
-func builtinNames() []string {
-	return sortedKeys(builtinMiddleware)
+// buildMiddleware builds the built-in middleware a declaration at key (such
+// as "middleware[0]") names, from its options.
+func (af *File) buildMiddleware(key string, d Middleware) (agent.Middleware, error) {
+	build, ok := builtinMiddleware[d.Name]
+	if !ok {
+		known := slices.Sorted(maps.Keys(builtinMiddleware))
+		return nil, af.errorf(key+".name", "unknown middleware %q (known: %s)", d.Name, strings.Join(known, ", "))
+	}
+	m, err := build(d.Options)
+	if err != nil {
+		return nil, af.errorf(key+".options", "%s: %v", d.Name, err)
+	}
+	return m, nil
 }
 
 // summarizationOptions reads {trigger, keep, summary_prompt} where trigger

@@ -1,12 +1,14 @@
-package harness
+package agentfile
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/backend/sqlitestore"
@@ -19,10 +21,10 @@ import (
 )
 
 // ToolBinder gives a declared tool its behaviour at run time.
-type ToolBinder func(decl ToolDecl) (tool.Tool, error)
+type ToolBinder func(decl Tool) (tool.Tool, error)
 
-// AgentOptions tune how an agent file becomes a Config.
-type AgentOptions struct {
+// Options tune how an agent file becomes a harness.Config.
+type Options struct {
 	// Bind gives declared tools their behaviour; nil declares them only
 	// (calling one reports that it has no implementation here).
 	Bind ToolBinder
@@ -34,16 +36,17 @@ type AgentOptions struct {
 	Middleware []agent.Middleware
 	// Checkpointer persists threads.
 	Checkpointer agent.Checkpointer
-	// ResolveModel resolves model specs (see Config.ResolveModel); nil
+	// ResolveModel resolves model specs (see harness.Config.ResolveModel); nil
 	// resolves through the built-in providers and the file's `providers`.
 	ResolveModel func(spec string) (llm.ChatModel, error)
 	// Registry is the profile registry (profile.Default() when nil).
 	Registry *profile.Registry
 }
 
-// Config turns the agent file into an assembly Config.
-func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
-	cfg := Config{
+// Config turns the agent file into the harness.Config that harness.New
+// assembles.
+func (af *File) Config(opts Options) (harness.Config, error) {
+	cfg := harness.Config{
 		Name:         af.Name,
 		ModelSpec:    af.Model,
 		SystemPrompt: af.SystemPrompt.Text,
@@ -57,18 +60,18 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 	}
 	if cfg.ResolveModel == nil {
 		if err := af.checkProviders(opts.Model != ""); err != nil {
-			return Config{}, err
+			return harness.Config{}, err
 		}
 	}
 	if cfg.ResolveModel == nil && len(af.Providers) > 0 {
 		// The file's own providers (e.g. "local:model-a") join the built-in ones.
 		models := builtin.NewResolver(provider.Config{})
-		for _, name := range sortedKeys(af.Providers) {
-			if err := models.SetEntry(name, af.Providers[name].entry()); err != nil {
-				return Config{}, fmt.Errorf("%s: providers.%s: %w", af.Path, name, err)
+		for _, name := range slices.Sorted(maps.Keys(af.Providers)) {
+			if err := models.SetEntry(name, af.Providers[name].Entry()); err != nil {
+				return harness.Config{}, fmt.Errorf("%s: providers.%s: %w", af.Path, name, err)
 			}
 		}
-		cfg.ResolveModel = ModelResolver(opts.Registry, models)
+		cfg.ResolveModel = harness.ModelResolver(opts.Registry, models)
 	}
 	bind := opts.Bind
 	if bind == nil {
@@ -78,7 +81,7 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 	for _, d := range af.Tools {
 		t, err := bind(d)
 		if err != nil {
-			return Config{}, fmt.Errorf("%s: tool %s: %w", af.Path, d.Name, err)
+			return harness.Config{}, fmt.Errorf("%s: tool %s: %w", af.Path, d.Name, err)
 		}
 		cfg.Tools = append(cfg.Tools, t)
 		byName[d.Name] = t
@@ -91,16 +94,16 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 	}
 	cfg.InterruptOn = interruptOn(af.InterruptOn)
 	cfg.Permissions = permissions(af.Permissions)
-	for _, md := range af.Middleware {
-		m, err := builtinMiddleware[md.Name](md.Options)
+	for i, md := range af.Middleware {
+		m, err := af.buildMiddleware(fmt.Sprintf("middleware[%d]", i), md)
 		if err != nil {
-			return Config{}, fmt.Errorf("%s: middleware %s: %w", af.Path, md.Name, err)
+			return harness.Config{}, err
 		}
 		cfg.Middleware = append(cfg.Middleware, m)
 	}
 	cfg.Middleware = append(cfg.Middleware, opts.Middleware...)
-	for _, sd := range af.SubAgents {
-		spec := SubAgentSpec{
+	for i, sd := range af.SubAgents {
+		spec := harness.SubAgentSpec{
 			Name: sd.Name, Description: sd.Description, SystemPrompt: sd.SystemPrompt,
 			ModelSpec: sd.Model, Skills: sd.Skills, GraphID: sd.GraphID, URL: sd.URL, Headers: sd.Headers,
 		}
@@ -122,21 +125,17 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 				spec.Permissions = []middleware.Permission{}
 			}
 		}
-		for _, md := range sd.Middleware {
-			f, ok := builtinMiddleware[md.Name]
-			if !ok {
-				return Config{}, fmt.Errorf("%s: subagent %s: unknown middleware %q", af.Path, sd.Name, md.Name)
-			}
-			m, err := f(md.Options)
+		for j, md := range sd.Middleware {
+			m, err := af.buildMiddleware(fmt.Sprintf("subagents[%d].middleware[%d]", i, j), md)
 			if err != nil {
-				return Config{}, fmt.Errorf("%s: subagent %s: middleware %s: %w", af.Path, sd.Name, md.Name, err)
+				return harness.Config{}, err
 			}
 			spec.Middleware = append(spec.Middleware, m)
 		}
 		if sd.ResponseFormat != nil {
 			rf, err := sd.ResponseFormat.format()
 			if err != nil {
-				return Config{}, fmt.Errorf("%s: subagent %s: %w", af.Path, sd.Name, err)
+				return harness.Config{}, fmt.Errorf("%s: subagent %s: %w", af.Path, sd.Name, err)
 			}
 			spec.ResponseFormat = rf
 		}
@@ -145,18 +144,18 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 	if af.ResponseFormat != nil {
 		rf, err := af.ResponseFormat.format()
 		if err != nil {
-			return Config{}, fmt.Errorf("%s: response_format: %w", af.Path, err)
+			return harness.Config{}, fmt.Errorf("%s: response_format: %w", af.Path, err)
 		}
 		cfg.ResponseFormat = rf
 	}
 	b, err := af.backend()
 	if err != nil {
-		return Config{}, err
+		return harness.Config{}, err
 	}
 	cfg.Backend = b
 	prof, err := af.profile()
 	if err != nil {
-		return Config{}, err
+		return harness.Config{}, err
 	}
 	for _, p := range opts.Profiles {
 		prof = profile.MergeHarness(prof, p)
@@ -166,7 +165,7 @@ func (af *AgentFile) Config(opts AgentOptions) (Config, error) {
 }
 
 // SeedFiles returns the agent file's `files` as agent state files.
-func (af *AgentFile) SeedFiles() map[string]agent.FileData {
+func (af *File) SeedFiles() map[string]agent.FileData {
 	if len(af.Files) == 0 {
 		return nil
 	}
@@ -177,13 +176,13 @@ func (af *AgentFile) SeedFiles() map[string]agent.FileData {
 	return out
 }
 
-func (af *AgentFile) profile() (*profile.HarnessProfile, error) {
+func (af *File) profile() (*profile.HarnessProfile, error) {
 	if af.Profile == nil {
 		return nil, nil
 	}
 	c := af.Profile.Inline
 	if c == nil {
-		// An AgentFile built in Go rather than read from YAML.
+		// A File built in Go rather than read from YAML.
 		loaded, err := profile.LoadConfigFile(af.resolvePath(af.Profile.File))
 		if err != nil {
 			return nil, err
@@ -197,7 +196,7 @@ func (af *AgentFile) profile() (*profile.HarnessProfile, error) {
 	return p, nil
 }
 
-func interruptOn(m map[string]InterruptDecl) middleware.InterruptOn {
+func interruptOn(m map[string]Interrupt) middleware.InterruptOn {
 	if len(m) == 0 {
 		return nil
 	}
@@ -212,7 +211,7 @@ func interruptOn(m map[string]InterruptDecl) middleware.InterruptOn {
 	return out
 }
 
-func permissions(ds []PermissionDecl) []middleware.Permission {
+func permissions(ds []Permission) []middleware.Permission {
 	var out []middleware.Permission
 	for _, d := range ds {
 		p := middleware.Permission{Paths: slices.Clone(d.Paths), Mode: middleware.PermissionMode(d.Mode)}
@@ -224,12 +223,12 @@ func permissions(ds []PermissionDecl) []middleware.Permission {
 	return out
 }
 
-func checkPermission(d PermissionDecl) error {
-	_, err := middleware.CompilePermissions(permissions([]PermissionDecl{d}))
+func checkPermission(d Permission) error {
+	_, err := middleware.CompilePermissions(permissions([]Permission{d}))
 	return err
 }
 
-func (d *ResponseFormatDecl) format() (*agent.ResponseFormat, error) {
+func (d *ResponseFormat) format() (*agent.ResponseFormat, error) {
 	raw, err := json.Marshal(d.Schema)
 	if err != nil {
 		return nil, err
@@ -243,7 +242,7 @@ func (d *ResponseFormatDecl) format() (*agent.ResponseFormat, error) {
 func toolSchema(raw json.RawMessage) (*tool.Schema, error) { return tool.ParseSchema(raw) }
 
 // declaredOnly is the behaviour of a declared tool when nothing binds it.
-func declaredOnly(d ToolDecl) (tool.Tool, error) {
+func declaredOnly(d Tool) (tool.Tool, error) {
 	params := json.RawMessage(`{"type":"object","properties":{}}`)
 	if d.Parameters != nil {
 		raw, err := json.Marshal(d.Parameters)
@@ -260,14 +259,14 @@ func declaredOnly(d ToolDecl) (tool.Tool, error) {
 	})
 }
 
-func (af *AgentFile) backend() (backend.Backend, error) {
+func (af *File) backend() (backend.Backend, error) {
 	if af.Backend == nil {
 		return nil, nil
 	}
 	return af.buildBackend(af.Backend)
 }
 
-func (af *AgentFile) buildBackend(d *BackendDecl) (backend.Backend, error) {
+func (af *File) buildBackend(d *Backend) (backend.Backend, error) {
 	switch d.Kind {
 	case "", "state":
 		return backend.NewState(), nil
@@ -305,7 +304,7 @@ func (af *AgentFile) buildBackend(d *BackendDecl) (backend.Backend, error) {
 			return nil, err
 		}
 		var routes []backend.Route
-		for _, prefix := range sortedKeys(d.Routes) {
+		for _, prefix := range slices.Sorted(maps.Keys(d.Routes)) {
 			r := d.Routes[prefix]
 			b, err := af.buildBackend(&r)
 			if err != nil {

@@ -1,10 +1,11 @@
-package harness
+package agentfile
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,31 +22,32 @@ import (
 	"github.com/dageval/dageval/internal/yamlx"
 )
 
-// AgentFile is the YAML form of Config used by dageval commands and suites.
-// Prompts and descriptions lose the final line break a YAML block scalar
-// ("|") gives them; blocks of a system_prompt list are kept exactly.
-type AgentFile struct {
+// File is an agent file: the YAML form of a harness.Config, as dageval
+// commands and suites read it. Prompts and descriptions lose the final line
+// break a YAML block scalar ("|") gives them; blocks of a system_prompt list
+// are kept exactly.
+type File struct {
 	// Path is the file the agent came from; relative paths inside it
 	// (profile files, filesystem roots) are resolved against its directory.
 	Path string `yaml:"-"`
 
-	Name           string                   `yaml:"name"`
-	Model          string                   `yaml:"model"`
-	SystemPrompt   SystemPrompt             `yaml:"system_prompt"`
-	Tools          []ToolDecl               `yaml:"tools"`
-	SubAgents      []SubAgentDecl           `yaml:"subagents"`
-	Skills         *[]string                `yaml:"skills"`
-	Memory         *[]string                `yaml:"memory"`
-	Files          map[string]string        `yaml:"files"`
-	Backend        *BackendDecl             `yaml:"backend"`
-	InterruptOn    map[string]InterruptDecl `yaml:"interrupt_on"`
-	Permissions    []PermissionDecl         `yaml:"permissions"`
-	Middleware     []MiddlewareDecl         `yaml:"middleware"`
-	Profile        *ProfileRef              `yaml:"profile"`
-	ResponseFormat *ResponseFormatDecl      `yaml:"response_format"`
+	Name           string               `yaml:"name"`
+	Model          string               `yaml:"model"`
+	SystemPrompt   SystemPrompt         `yaml:"system_prompt"`
+	Tools          []Tool               `yaml:"tools"`
+	SubAgents      []SubAgent           `yaml:"subagents"`
+	Skills         *[]string            `yaml:"skills"`
+	Memory         *[]string            `yaml:"memory"`
+	Files          map[string]string    `yaml:"files"`
+	Backend        *Backend             `yaml:"backend"`
+	InterruptOn    map[string]Interrupt `yaml:"interrupt_on"`
+	Permissions    []Permission         `yaml:"permissions"`
+	Middleware     []Middleware         `yaml:"middleware"`
+	Profile        *Profile             `yaml:"profile"`
+	ResponseFormat *ResponseFormat      `yaml:"response_format"`
 	// Providers are named OpenAI-compatible endpoints for model specs such
 	// as "local:model-a"; the model resolver reads them.
-	Providers map[string]ProviderDecl `yaml:"providers"`
+	Providers map[string]Provider `yaml:"providers"`
 
 	// doc and key locate the file's keys for errors found after reading.
 	doc *yamlx.Doc
@@ -89,43 +91,43 @@ func (p *SystemPrompt) UnmarshalYAML(n ast.Node) error {
 	return yamlx.NodeError(n, "system_prompt must be a string or a list of text blocks")
 }
 
-// ToolDecl declares a tool the model can see. How it behaves at run time is
+// Tool declares a tool the model can see. How it behaves at run time is
 // decided by whoever runs the agent (a mock or a command in an eval suite, a
 // Go function registered by name).
-type ToolDecl struct {
+type Tool struct {
 	Name        string         `yaml:"name"`
 	Description string         `yaml:"description"`
 	Parameters  map[string]any `yaml:"parameters"`
 }
 
-// SubAgentDecl is a declarative subagent, or an async one (graph_id, url).
-type SubAgentDecl struct {
+// SubAgent is a declarative subagent, or an async one (graph_id, url).
+type SubAgent struct {
 	Name         string `yaml:"name"`
 	Description  string `yaml:"description"`
 	SystemPrompt string `yaml:"system_prompt"`
 	Model        string `yaml:"model"`
 	// Tools names tools declared in the agent file; absent inherits all,
 	// an empty list gives none.
-	Tools          *[]string                 `yaml:"tools"`
-	Skills         []string                  `yaml:"skills"`
-	InterruptOn    *map[string]InterruptDecl `yaml:"interrupt_on"`
-	Permissions    *[]PermissionDecl         `yaml:"permissions"`
-	Middleware     []MiddlewareDecl          `yaml:"middleware"`
-	ResponseFormat *ResponseFormatDecl       `yaml:"response_format"`
-	GraphID        string                    `yaml:"graph_id"`
-	URL            string                    `yaml:"url"`
-	Headers        map[string]string         `yaml:"headers"`
+	Tools          *[]string             `yaml:"tools"`
+	Skills         []string              `yaml:"skills"`
+	InterruptOn    *map[string]Interrupt `yaml:"interrupt_on"`
+	Permissions    *[]Permission         `yaml:"permissions"`
+	Middleware     []Middleware          `yaml:"middleware"`
+	ResponseFormat *ResponseFormat       `yaml:"response_format"`
+	GraphID        string                `yaml:"graph_id"`
+	URL            string                `yaml:"url"`
+	Headers        map[string]string     `yaml:"headers"`
 }
 
-// InterruptDecl is `true`, `false`, or {allowed_decisions, description}.
-type InterruptDecl struct {
+// Interrupt is `true`, `false`, or {allowed_decisions, description}.
+type Interrupt struct {
 	Enabled          bool
 	AllowedDecisions []middleware.DecisionType
 	Description      string
 }
 
 // UnmarshalYAML accepts a boolean or a mapping.
-func (d *InterruptDecl) UnmarshalYAML(n ast.Node) error {
+func (d *Interrupt) UnmarshalYAML(n ast.Node) error {
 	if b, ok := n.(*ast.BoolNode); ok {
 		d.Enabled = b.Value
 		return nil
@@ -154,21 +156,21 @@ func (d *InterruptDecl) UnmarshalYAML(n ast.Node) error {
 	return nil
 }
 
-// PermissionDecl is one filesystem permission rule.
-type PermissionDecl struct {
+// Permission is one filesystem permission rule.
+type Permission struct {
 	Operations []string `yaml:"operations"`
 	Paths      []string `yaml:"paths"`
 	Mode       string   `yaml:"mode"`
 }
 
-// MiddlewareDecl adds a built-in middleware by name, with options.
-type MiddlewareDecl struct {
+// Middleware adds a built-in middleware by name, with options.
+type Middleware struct {
 	Name    string         `yaml:"name"`
 	Options map[string]any `yaml:"options"`
 }
 
-// ProfileRef is a profile file path or an inline profile.
-type ProfileRef struct {
+// Profile is a profile file path or an inline profile.
+type Profile struct {
 	// File is the profile file, relative to the agent file.
 	File string
 	// Inline is the inline profile, or the loaded File.
@@ -178,7 +180,7 @@ type ProfileRef struct {
 
 // UnmarshalYAML accepts a path string or an inline profile mapping; the
 // profile itself is read once the agent file's name is known (load).
-func (r *ProfileRef) UnmarshalYAML(n ast.Node) error {
+func (r *Profile) UnmarshalYAML(n ast.Node) error {
 	if s, ok := n.(*ast.StringNode); ok {
 		r.File = s.Value
 		return nil
@@ -190,7 +192,7 @@ func (r *ProfileRef) UnmarshalYAML(n ast.Node) error {
 // load reads the inline profile or the profile file, reporting problems at
 // their place: inside the agent file for an inline profile, at the
 // `profile` key (with the profile file's own positions) for a file.
-func (r *ProfileRef) load(doc *yamlx.Doc, key string, af *AgentFile) error {
+func (r *Profile) load(doc *yamlx.Doc, key string, af *File) error {
 	if r.File != "" {
 		c, err := profile.LoadConfigFile(af.resolvePath(r.File))
 		if err != nil {
@@ -214,16 +216,16 @@ func (r *ProfileRef) load(doc *yamlx.Doc, key string, af *AgentFile) error {
 	return nil
 }
 
-// ResponseFormatDecl asks for a structured answer.
-type ResponseFormatDecl struct {
+// ResponseFormat asks for a structured answer.
+type ResponseFormat struct {
 	Name        string         `yaml:"name"`
 	Description string         `yaml:"description"`
 	Schema      map[string]any `yaml:"schema"`
 	Strategy    string         `yaml:"strategy"`
 }
 
-// BackendDecl chooses where the agent's files live.
-type BackendDecl struct {
+// Backend chooses where the agent's files live.
+type Backend struct {
 	Kind string `yaml:"kind"` // state | store | filesystem | localshell | composite
 	// Root is the directory of a filesystem or localshell backend, relative
 	// to the agent file.
@@ -237,14 +239,14 @@ type BackendDecl struct {
 	Database  string   `yaml:"database"`
 	Namespace []string `yaml:"namespace"`
 	// Default and Routes make a composite backend.
-	Default       *BackendDecl           `yaml:"default"`
-	Routes        map[string]BackendDecl `yaml:"routes"`
-	ArtifactsRoot string                 `yaml:"artifacts_root"`
+	Default       *Backend           `yaml:"default"`
+	Routes        map[string]Backend `yaml:"routes"`
+	ArtifactsRoot string             `yaml:"artifacts_root"`
 }
 
-// ProviderDecl is a named model endpoint (see harness/provider); Kind is
+// Provider is a named model endpoint (see harness/provider); Kind is
 // openai-compatible (the default), openai or anthropic.
-type ProviderDecl struct {
+type Provider struct {
 	Kind      string            `yaml:"kind"`
 	BaseURL   string            `yaml:"base_url"`
 	APIKeyEnv string            `yaml:"api_key_env"`
@@ -256,29 +258,35 @@ func decodeStrict(n ast.Node, v any) error {
 	return d.DecodeNode(n, v)
 }
 
-// LoadAgentFile reads and validates an agent file.
-func LoadAgentFile(path string) (*AgentFile, error) {
+// Load reads and validates an agent file.
+func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("agent file: %w", err)
 	}
-	return ParseAgentFile(path, data)
+	return Parse(path, data)
 }
 
-// ParseAgentFile parses an agent file's bytes; path names it in errors and
-// anchors its relative paths.
-func ParseAgentFile(path string, data []byte) (*AgentFile, error) {
+// Parse parses an agent file's bytes; path names it in errors and anchors its
+// relative paths.
+func Parse(path string, data []byte) (*File, error) {
+	return ParseEmbedded(path, data, "")
+}
+
+// ParseEmbedded parses the agent at key of a YAML document ("" for the whole
+// document), such as the inline `agent:` of a suite file; errors name the
+// document's path, lines and keys, e.g. "suite.yaml:4:5: agent.tools[0].name".
+func ParseEmbedded(path string, data []byte, key string) (*File, error) {
 	doc, err := yamlx.Parse(path, data)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeAgentFile(doc, "")
+	return decode(doc, key)
 }
 
-// DecodeAgentFile decodes the agent at key (the whole document when key is
-// "") of a parsed YAML file, e.g. an inline `agent:` in a suite.
-func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
-	af := &AgentFile{Path: doc.File}
+// decode decodes and validates the agent at key of a parsed document.
+func decode(doc *yamlx.Doc, key string) (*File, error) {
+	af := &File{Path: doc.File}
 	if err := doc.DecodeNode(doc.Node(key), af); err != nil {
 		return nil, err
 	}
@@ -339,12 +347,18 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 			}
 		}
 	}
-	if err := checkMiddleware(doc, at("middleware"), af.Middleware); err != nil {
-		return nil, err
+	// Set early: the middleware check below shares Config's error reporting.
+	af.doc, af.key = doc, key
+	for i, m := range af.Middleware {
+		if _, err := af.buildMiddleware(fmt.Sprintf("middleware[%d]", i), m); err != nil {
+			return nil, err
+		}
 	}
 	for i, sd := range af.SubAgents {
-		if err := checkMiddleware(doc, at(fmt.Sprintf("subagents[%d].middleware", i)), sd.Middleware); err != nil {
-			return nil, err
+		for j, m := range sd.Middleware {
+			if _, err := af.buildMiddleware(fmt.Sprintf("subagents[%d].middleware[%d]", i, j), m); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if af.Backend != nil {
@@ -367,12 +381,12 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 			return nil, doc.Errorf(at(fmt.Sprintf("permissions[%d]", i)), "%v", err)
 		}
 	}
-	for _, name := range sortedKeys(af.Providers) {
-		if err := af.Providers[name].entry().Validate(name); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(af.Providers)) {
+		if err := af.Providers[name].Entry().Validate(name); err != nil {
 			return nil, doc.Errorf(at("providers."+name), "%v", err)
 		}
 	}
-	for _, p := range sortedKeys(af.Files) {
+	for _, p := range slices.Sorted(maps.Keys(af.Files)) {
 		if err := checkAbsolute(p); err != nil {
 			return nil, doc.Errorf(at("files."+p), "%v", err)
 		}
@@ -403,29 +417,13 @@ func DecodeAgentFile(doc *yamlx.Doc, key string) (*AgentFile, error) {
 			return nil, err
 		}
 	}
-	af.doc, af.key = doc, key
 	return af, nil
-}
-
-// checkMiddleware checks that each entry names a built-in middleware and
-// that its options build it.
-func checkMiddleware(doc *yamlx.Doc, key string, mws []MiddlewareDecl) error {
-	for i, m := range mws {
-		build, ok := builtinMiddleware[m.Name]
-		if !ok {
-			return doc.Errorf(fmt.Sprintf("%s[%d].name", key, i), "unknown middleware %q (known: %s)", m.Name, strings.Join(builtinNames(), ", "))
-		}
-		if _, err := build(m.Options); err != nil {
-			return doc.Errorf(fmt.Sprintf("%s[%d].options", key, i), "%s: %v", m.Name, err)
-		}
-	}
-	return nil
 }
 
 // checkProviders reports model specs whose provider neither the built-in
 // providers nor the file's `providers` know. It runs only when the file's
 // models are resolved the default way (a caller's resolver may know more).
-func (af *AgentFile) checkProviders(modelOverridden bool) error {
+func (af *File) checkProviders(modelOverridden bool) error {
 	known := map[string]bool{}
 	for _, n := range provider.BuiltinNames() {
 		known[n] = true
@@ -441,7 +439,7 @@ func (af *AgentFile) checkProviders(modelOverridden bool) error {
 		if err != nil || known[id.Provider] {
 			return nil // malformed specs were reported when the file was read
 		}
-		return af.errorf(key, "unknown provider %q in model %q (known: %s; declare others under providers:)", id.Provider, spec, strings.Join(sortedKeys(known), ", "))
+		return af.errorf(key, "unknown provider %q in model %q (known: %s; declare others under providers:)", id.Provider, spec, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
 	}
 	if !modelOverridden {
 		if err := check("model", af.Model); err != nil {
@@ -458,7 +456,7 @@ func (af *AgentFile) checkProviders(modelOverridden bool) error {
 
 // errorf reports a problem at a key of the agent file, with its position
 // when the file was read from YAML.
-func (af *AgentFile) errorf(key, format string, args ...any) error {
+func (af *File) errorf(key, format string, args ...any) error {
 	if af.key != "" {
 		key = af.key + "." + key
 	}
@@ -471,7 +469,7 @@ func (af *AgentFile) errorf(key, format string, args ...any) error {
 // trimTexts drops the line break a YAML block scalar ("|") leaves at the end
 // of a prompt or description: joined with a profile's prompt it would
 // otherwise turn the blank line between them into two.
-func (af *AgentFile) trimTexts() {
+func (af *File) trimTexts() {
 	trim := func(s *string) { *s = strings.TrimRight(*s, "\r\n") }
 	trim(&af.SystemPrompt.Text)
 	for i := range af.Tools {
@@ -499,9 +497,9 @@ func checkAbsolute(p string) error {
 	return nil
 }
 
-// entry is the provider entry a declaration describes; the kind defaults to
-// an OpenAI-compatible server.
-func (pd ProviderDecl) entry() provider.Entry {
+// Entry is the provider entry the declaration describes; the kind defaults
+// to an OpenAI-compatible server.
+func (pd Provider) Entry() provider.Entry {
 	kind := pd.Kind
 	if kind == "" {
 		kind = provider.KindOpenAICompatible
@@ -509,7 +507,7 @@ func (pd ProviderDecl) entry() provider.Entry {
 	return provider.Entry{Kind: kind, BaseURL: pd.BaseURL, APIKeyEnv: pd.APIKeyEnv, Headers: pd.Headers}
 }
 
-func (b *BackendDecl) validate(doc *yamlx.Doc, path string) error {
+func (b *Backend) validate(doc *yamlx.Doc, path string) error {
 	switch b.Kind {
 	case "", "state", "store":
 	case "filesystem", "localshell":
@@ -525,7 +523,7 @@ func (b *BackendDecl) validate(doc *yamlx.Doc, path string) error {
 		if err := b.Default.validate(doc, path+".default"); err != nil {
 			return err
 		}
-		for _, prefix := range sortedKeys(b.Routes) {
+		for _, prefix := range slices.Sorted(maps.Keys(b.Routes)) {
 			r := b.Routes[prefix]
 			if !strings.HasPrefix(prefix, "/") {
 				return doc.Errorf(path+".routes."+prefix, "route prefixes start with /")
@@ -543,23 +541,14 @@ func (b *BackendDecl) validate(doc *yamlx.Doc, path string) error {
 	return nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func (af *AgentFile) dir() string {
+func (af *File) dir() string {
 	if af.Path == "" {
 		return "."
 	}
 	return filepath.Dir(af.Path)
 }
 
-func (af *AgentFile) resolvePath(p string) string {
+func (af *File) resolvePath(p string) string {
 	if p == "" || filepath.IsAbs(p) {
 		return p
 	}
