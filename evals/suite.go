@@ -102,11 +102,9 @@ type Profile struct {
 	// Config is the profile; nil means "no changes".
 	Config *profile.Config
 
+	// harness is the profile Config builds, checked when the suite loads.
 	harness *profile.HarnessProfile
 }
-
-// Harness returns the runtime profile (nil when the profile changes nothing).
-func (p *Profile) Harness() *profile.HarnessProfile { return p.harness }
 
 // Grader configures the rubric grader.
 type Grader struct {

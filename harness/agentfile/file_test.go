@@ -132,9 +132,7 @@ func TestExampleAgentFile(t *testing.T) {
 		cfg, err := af.Config(agentfile.Options{Model: "openai:gpt-5", Profiles: []*profile.HarnessProfile{extra}})
 		require.NoError(t, err)
 		assert.Equal(t, "openai:gpt-5", cfg.ModelSpec)
-		s, ok := cfg.Profile.SystemPromptSuffix()
-		assert.True(t, ok)
-		assert.Equal(t, "Extra.", s)
+		assert.Equal(t, ptr("Extra."), cfg.Profile.Describe().SystemPromptSuffix)
 	})
 }
 

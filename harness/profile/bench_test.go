@@ -34,7 +34,7 @@ func BenchmarkHarnessForModelBuiltin(b *testing.B) {
 	model := fakes.NewScripted().WithIdentity("anthropic", "claude-sonnet-4-6")
 	b.ReportAllocs()
 	for b.Loop() {
-		if p, err := r.HarnessForModel(model, ""); err != nil || p.IsEmpty() {
+		if p, err := r.HarnessForModel(model, ""); err != nil || p.Describe().SystemPromptSuffix == nil {
 			b.Fatal(p, err)
 		}
 	}

@@ -95,7 +95,7 @@ func ConfigFromHarness(p *HarnessProfile) (Config, error) {
 	if p == nil {
 		return Config{}, nil
 	}
-	if p.HasExtraMiddleware() {
+	if p.hasExtraMiddleware() {
 		return Config{}, fmt.Errorf("%w: it has extra middleware, which a profile file cannot hold; register it in Go instead", ErrNotSerializable)
 	}
 	names := slices.Clone(p.excludedNames)

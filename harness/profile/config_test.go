@@ -48,7 +48,7 @@ func TestDeepAgentsProfileFileLoads(t *testing.T) {
 	p, err := c.HarnessProfile()
 	require.NoError(t, err)
 	assert.Equal(t, "You are a meticulous code reviewer.\nRead the diff before commenting.\n\n\nAnswer in plain English; keep it short.", p.ApplyPrompt(""))
-	assert.True(t, p.ExcludesTool("write_file"))
+	assert.Contains(t, p.ExcludedTools(), "write_file")
 
 	j, err := profile.LoadConfigFile("testdata/profile.json")
 	require.NoError(t, err)

@@ -6,7 +6,8 @@ import (
 )
 
 // Description is a deterministic, JSON-serialisable account of a resolved
-// harness profile, for snapshots and `dageval assemble`. Unset fields are
+// harness profile, the way to read one back: for snapshots, `dageval
+// assemble` and tests. Unset fields are
 // omitted; a prompt set to the empty string shows as "".
 type Description struct {
 	BaseSystemPrompt         *string           `json:"base_system_prompt,omitempty"`

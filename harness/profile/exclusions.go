@@ -142,7 +142,7 @@ func (p *HarnessProfile) NewExclusionMatcher() *ExclusionMatcher {
 // entry matches two different types in this stack.
 func (m *ExclusionMatcher) Filter(stack []agent.Middleware) ([]agent.Middleware, error) {
 	out := make([]agent.Middleware, 0, len(stack))
-	if !m.p.HasExclusions() {
+	if !m.p.hasExclusions() {
 		return append(out, stack...), nil
 	}
 	var byName map[string][]reflect.Type
@@ -196,7 +196,7 @@ func (m *ExclusionMatcher) Filter(stack []agent.Middleware) ([]agent.Middleware,
 // Verify fails with ErrUnmatchedExclusion when, after every Filter call that
 // shares this matcher, some exclusion matched no middleware.
 func (m *ExclusionMatcher) Verify() error {
-	if !m.p.HasExclusions() {
+	if !m.p.hasExclusions() {
 		return nil
 	}
 	var labels []string

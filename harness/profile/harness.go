@@ -37,9 +37,10 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
-// HarnessSpec holds the fields of a HarnessProfile before validation. Build
-// one, pass it to NewHarnessProfile, and keep or change it freely afterwards:
-// the profile copies everything it keeps.
+// HarnessSpec is what NewHarnessProfile builds a profile from in Go: the
+// fields of a Config plus what a profile file cannot hold (type exclusions,
+// middleware instances). Keep or change it freely afterwards: the profile
+// copies everything it keeps. Describe reads a profile back.
 type HarnessSpec struct {
 	// BaseSystemPrompt replaces the stack's own base prompt when non-nil; an
 	// empty string replaces it with nothing.
@@ -181,49 +182,6 @@ func typePkgPath(t reflect.Type) string {
 	return t.PkgPath()
 }
 
-// Spec returns a copy of the fields the profile was built from (merged
-// profiles report their merged extra middleware as a factory). Changing the
-// copy does not change the profile; pass it to NewHarnessProfile to derive a
-// new one.
-func (p *HarnessProfile) Spec() HarnessSpec {
-	if p == nil {
-		return HarnessSpec{}
-	}
-	return HarnessSpec{
-		BaseSystemPrompt:         clonePtr(p.base),
-		SystemPromptSuffix:       clonePtr(p.suffix),
-		ToolDescriptionOverrides: maps.Clone(p.overrides),
-		ExcludedTools:            slices.Clone(p.excludedTools),
-		ExcludedMiddleware:       slices.Clone(p.excludedNames),
-		ExcludedMiddlewareTypes:  slices.Clone(p.excludedTypes),
-		ExtraMiddleware:          slices.Clone(p.extra),
-		ExtraMiddlewareFactory:   p.extraFactory,
-		GeneralPurposeSubagent:   p.gp.clone(),
-	}
-}
-
-// IsEmpty reports whether the profile changes nothing.
-func (p *HarnessProfile) IsEmpty() bool {
-	return p == nil || (p.base == nil && p.suffix == nil && len(p.overrides) == 0 && len(p.excludedTools) == 0 &&
-		len(p.excludedNames) == 0 && len(p.excludedTypes) == 0 && !p.HasExtraMiddleware() && p.gp == nil)
-}
-
-// BaseSystemPrompt returns the base prompt and whether the profile sets one.
-func (p *HarnessProfile) BaseSystemPrompt() (string, bool) {
-	if p == nil || p.base == nil {
-		return "", false
-	}
-	return *p.base, true
-}
-
-// SystemPromptSuffix returns the suffix and whether the profile sets one.
-func (p *HarnessProfile) SystemPromptSuffix() (string, bool) {
-	if p == nil || p.suffix == nil {
-		return "", false
-	}
-	return *p.suffix, true
-}
-
 // ApplyPrompt shapes a stack's prompt: the profile's base prompt, when set,
 // replaces base (even with an empty string); the suffix, when set, follows
 // after a blank line, or stands alone when the prompt is empty. An empty
@@ -271,38 +229,13 @@ func (p *HarnessProfile) ExcludedTools() []string {
 	return slices.Clone(p.excludedTools)
 }
 
-// ExcludesTool reports whether the named tool is hidden.
-func (p *HarnessProfile) ExcludesTool(name string) bool {
-	if p == nil {
-		return false
-	}
-	_, ok := slices.BinarySearch(p.excludedTools, name)
-	return ok
-}
-
-// ExcludedMiddleware returns the name exclusions, sorted.
-func (p *HarnessProfile) ExcludedMiddleware() []string {
-	if p == nil {
-		return nil
-	}
-	return slices.Clone(p.excludedNames)
-}
-
-// ExcludedMiddlewareTypes returns the type exclusions, sorted by type name.
-func (p *HarnessProfile) ExcludedMiddlewareTypes() []reflect.Type {
-	if p == nil {
-		return nil
-	}
-	return slices.Clone(p.excludedTypes)
-}
-
-// HasExclusions reports whether the profile removes any middleware.
-func (p *HarnessProfile) HasExclusions() bool {
+// hasExclusions reports whether the profile removes any middleware.
+func (p *HarnessProfile) hasExclusions() bool {
 	return p != nil && (len(p.excludedNames) > 0 || len(p.excludedTypes) > 0)
 }
 
-// HasExtraMiddleware reports whether the profile adds middleware.
-func (p *HarnessProfile) HasExtraMiddleware() bool {
+// hasExtraMiddleware reports whether the profile adds middleware.
+func (p *HarnessProfile) hasExtraMiddleware() bool {
 	return p != nil && (len(p.extra) > 0 || p.extraFactory != nil)
 }
 
@@ -318,15 +251,6 @@ func (p *HarnessProfile) MaterializeExtraMiddleware() []agent.Middleware {
 	default:
 		return slices.Clone(p.extra)
 	}
-}
-
-// GeneralPurposeSubagent returns a copy of the general-purpose subagent
-// edits, or nil when the profile has none.
-func (p *HarnessProfile) GeneralPurposeSubagent() *GeneralPurposeSubagent {
-	if p == nil {
-		return nil
-	}
-	return p.gp.clone()
 }
 
 // GeneralPurposeEnabled reports whether the general-purpose subagent is

@@ -34,15 +34,14 @@ func TestHarnessProfileIsImmutable(t *testing.T) {
 	tools[0], mwNames[0], mwTypes[0] = "ls", "Other", typeOf[*OtherMW]()
 	extra[0] = &StubMW{}
 	gp.SystemPrompt = ptr("late")
-	// And so is everything the accessors hand out.
+	// And so is everything the accessors and Describe hand out.
 	p.ToolDescriptionOverrides()["ls"] = "changed"
 	p.ExcludedTools()[0] = "changed"
-	p.ExcludedMiddleware()[0] = "changed"
-	p.ExcludedMiddlewareTypes()[0] = typeOf[*OtherMW]()
-	p.GeneralPurposeSubagent().Description = ptr("changed")
-	spec := p.Spec()
-	*spec.BaseSystemPrompt = "changed"
-	spec.ExcludedTools[0] = "changed"
+	d := p.Describe()
+	*d.BaseSystemPrompt = "changed"
+	d.ToolDescriptionOverrides["ls"] = "changed"
+	d.ExcludedMiddleware[0] = "changed"
+	d.GeneralPurposeSubagent.Description = ptr("changed")
 
 	assert.Equal(t, before, p.Describe())
 	assert.Equal(t, "Base.\n\nSuffix.", p.ApplyPrompt(""))
@@ -111,7 +110,7 @@ func TestGeneralPurposeSettings(t *testing.T) {
 	assert.Equal(t, "default", off.GeneralPurposeDescription("default"))
 	var none *profile.HarnessProfile
 	assert.True(t, none.GeneralPurposeEnabled())
-	assert.Nil(t, none.GeneralPurposeSubagent())
+	assert.Nil(t, none.Describe().GeneralPurposeSubagent)
 	assert.Equal(t, def, none.GeneralPurposePrompt(def))
 }
 
@@ -132,8 +131,8 @@ func TestExtraMiddleware(t *testing.T) {
 	x, y := factory.MaterializeExtraMiddleware(), factory.MaterializeExtraMiddleware()
 	assert.Equal(t, 2, calls, "the factory runs once per stack")
 	assert.NotSame(t, x[0], y[0])
-	assert.True(t, factory.HasExtraMiddleware())
-	assert.False(t, profile.MustHarnessProfile(profile.HarnessSpec{}).HasExtraMiddleware())
+	assert.Equal(t, []string{"labelled"}, factory.Describe().ExtraMiddleware)
+	assert.Empty(t, profile.MustHarnessProfile(profile.HarnessSpec{}).Describe().ExtraMiddleware)
 
 	_, err := profile.NewHarnessProfile(profile.HarnessSpec{
 		ExtraMiddleware:        []agent.Middleware{shared},
@@ -158,19 +157,15 @@ func TestAccessors(t *testing.T) {
 	_, ok = p.ToolDescription("grep")
 	assert.False(t, ok)
 	assert.Equal(t, []string{"execute", "write_file"}, p.ExcludedTools(), "sorted and de-duplicated")
-	assert.True(t, p.ExcludesTool("execute"))
-	assert.False(t, p.ExcludesTool("ls"))
-	assert.Equal(t, []string{"a", "b"}, p.ExcludedMiddleware())
-	assert.True(t, p.HasExclusions())
-	_, set := p.BaseSystemPrompt()
-	assert.False(t, set)
-	assert.False(t, p.IsEmpty())
-	assert.True(t, profile.MustHarnessProfile(profile.HarnessSpec{}).IsEmpty())
+	assert.Equal(t, profile.Description{
+		ToolDescriptionOverrides: map[string]string{"ls": "List."},
+		ExcludedTools:            []string{"execute", "write_file"},
+		ExcludedMiddleware:       []string{"a", "b"},
+	}, p.Describe(), "sorted and de-duplicated; unset prompts stay nil")
+	assert.Equal(t, profile.Description{}, profile.MustHarnessProfile(profile.HarnessSpec{}).Describe())
 
 	var none *profile.HarnessProfile
-	assert.True(t, none.IsEmpty())
 	assert.Nil(t, none.ExcludedTools())
 	assert.Nil(t, none.MaterializeExtraMiddleware())
-	assert.False(t, none.HasExclusions())
 	assert.Equal(t, profile.Description{}, none.Describe())
 }

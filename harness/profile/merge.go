@@ -47,9 +47,9 @@ func MergeHarness(base, override *HarnessProfile) *HarnessProfile {
 		maps.Copy(m.overrides, override.overrides)
 	}
 	switch {
-	case !override.HasExtraMiddleware():
+	case !override.hasExtraMiddleware():
 		m.extra, m.extraFactory = base.extra, base.extraFactory
-	case !base.HasExtraMiddleware():
+	case !base.hasExtraMiddleware():
 		m.extra, m.extraFactory = override.extra, override.extraFactory
 	default:
 		m.extraFactory = func() []agent.Middleware {

@@ -20,9 +20,9 @@ import (
 func suffixOf(t *testing.T, p *profile.HarnessProfile) string {
 	t.Helper()
 	require.NotNil(t, p)
-	s, ok := p.SystemPromptSuffix()
-	require.True(t, ok, "profile has no suffix")
-	return s
+	s := p.Describe().SystemPromptSuffix
+	require.NotNil(t, s, "profile has no suffix")
+	return *s
 }
 
 func withSuffix(s string) *profile.HarnessProfile {
@@ -119,7 +119,7 @@ func TestHarnessForModelInstance(t *testing.T) {
 			require.NotNil(t, p, "never nil")
 			assert.Equal(t, tt.want, p.ApplyPrompt(""))
 			if tt.want == "" {
-				assert.True(t, p.IsEmpty())
+				assert.Equal(t, profile.Description{}, p.Describe())
 			}
 		})
 	}
@@ -130,11 +130,11 @@ func TestHarnessForModelInstance(t *testing.T) {
 	assert.Equal(t, "openai", suffixOf(t, p))
 	p, err = r.HarnessForModel(fakes.NewScripted(), "unknown:spec")
 	require.NoError(t, err)
-	assert.True(t, p.IsEmpty())
+	assert.Equal(t, profile.Description{}, p.Describe())
 	// A model without an identity.
 	p, err = r.HarnessForModel(anonymousModel{}, "")
 	require.NoError(t, err)
-	assert.True(t, p.IsEmpty())
+	assert.Equal(t, profile.Description{}, p.Describe())
 }
 
 // anonymousModel does not report an llm.Identity.
@@ -175,8 +175,8 @@ func TestRegistrationIsAdditive(t *testing.T) {
 	})))
 	p, err := r.Harness("p:m")
 	require.NoError(t, err)
-	assert.Equal(t, []reflect.Type{typeOf[*StubMW]()}, p.ExcludedMiddlewareTypes())
-	assert.Equal(t, []string{"SummarizationMiddleware"}, p.ExcludedMiddleware())
+	assert.Equal(t, []string{"*profile_test.StubMW"}, p.Describe().ExcludedMiddlewareTypes)
+	assert.Equal(t, []string{"SummarizationMiddleware"}, p.Describe().ExcludedMiddleware)
 	assert.Equal(t, "kept\n\nsecond", p.ApplyPrompt(""))
 	assert.Contains(t, logs.String(), "level=INFO msg=\"profile: merging HarnessProfile")
 
@@ -245,9 +245,8 @@ func TestBuiltins(t *testing.T) {
 	}
 	assert.True(t, strings.HasPrefix(suffixOf(t, opus), suffixOf(t, sonnet)))
 	for _, p := range []*profile.HarnessProfile{sonnet, opus} {
-		_, hasBase := p.BaseSystemPrompt()
-		assert.False(t, hasBase)
-		assert.False(t, p.HasExtraMiddleware())
+		assert.Nil(t, p.Describe().BaseSystemPrompt)
+		assert.Empty(t, p.Describe().ExtraMiddleware)
 	}
 
 	var codex []profile.Description
