@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -58,7 +58,7 @@ func TestBenchProvider(t *testing.T) {
 	if os.Getenv("DAGEVAL_BENCH_PROVIDER") != "1" {
 		t.Skip("the benchmark's provider process")
 	}
-	srv := fakes.NewServer(benchModel{})
+	srv := llmserver.NewServer(benchModel{})
 	defer srv.Close()
 	fmt.Println(srv.OpenAIBaseURL())
 	_, _ = io.Copy(io.Discard, os.Stdin) // serve until the benchmark closes stdin

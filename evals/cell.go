@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/agentfile"
@@ -48,7 +48,7 @@ type builtAgent struct {
 func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail *CellDetail, skipped bool) {
 	start := time.Now()
 	detail = &CellDetail{SchemaVersion: SchemaVersion, Input: cell.CaseDef.Input, Messages: []llm.Message{}}
-	if r.mode != fakes.ModeLive {
+	if r.mode != recorder.ModeLive {
 		if rel, err := filepath.Rel(r.s.Dir, cell.Cassette); err == nil {
 			detail.Cassette = filepath.ToSlash(rel)
 		}

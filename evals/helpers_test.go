@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// convModel is a scripted model for a local fakes.Server: conversations are
+// convModel is a scripted model for a local llmserver.Server: conversations are
 // told apart by their first user message (a case's input, or the task a
 // subagent was given), and the n-th call of a conversation gets the n-th
 // reply. The rubric grader (a request offering GraderResponse) is answered
@@ -106,9 +106,9 @@ func call(name, args string) llm.ToolCall {
 }
 
 // server starts a local provider answering with m.
-func server(t *testing.T, m llm.ChatModel) *fakes.Server {
+func server(t *testing.T, m llm.ChatModel) *llmserver.Server {
 	t.Helper()
-	s := fakes.NewServer(m)
+	s := llmserver.NewServer(m)
 	t.Cleanup(s.Close)
 	return s
 }
@@ -190,4 +190,4 @@ func readFile(t *testing.T, path string) []byte {
 }
 
 // faultBadRequest is an error answer that is not retried.
-var faultBadRequest = fakes.Fault{Status: 400}
+var faultBadRequest = llmserver.Fault{Status: 400}

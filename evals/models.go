@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/profile"
@@ -30,7 +30,7 @@ func (s *Suite) providerEntries() map[string]provider.Entry {
 // cellModels resolves a cell's model specs so that every call goes through
 // the cell's recorder, replaying or recording its cassette.
 type cellModels struct {
-	rec     *fakes.Recorder
+	rec     *recorder.Recorder
 	resolve func(spec string) (llm.ChatModel, error)
 }
 
@@ -40,7 +40,7 @@ type cellModels struct {
 func (r *runner) newResolver(client *http.Client) (func(string) (llm.ChatModel, error), error) {
 	res := builtin.NewResolver(provider.Config{
 		HTTPClient: client,
-		Replay:     r.mode == fakes.ModeReplay,
+		Replay:     r.mode == recorder.ModeReplay,
 		Getenv:     r.getenv,
 	})
 	if err := res.SetEntries(r.entries); err != nil {
@@ -64,7 +64,7 @@ func (r *runner) newResolver(client *http.Client) (func(string) (llm.ChatModel, 
 }
 
 func (r *runner) models(cell Cell) (*cellModels, error) {
-	if r.mode == fakes.ModeLive {
+	if r.mode == recorder.ModeLive {
 		// Live calls keep nothing, so they need no recorder in the way.
 		resolve, err := r.newResolver(r.liveClient)
 		if err != nil {
@@ -72,11 +72,11 @@ func (r *runner) models(cell Cell) (*cellModels, error) {
 		}
 		return &cellModels{resolve: resolve}, nil
 	}
-	opts := []fakes.Option{fakes.WithMode(r.mode), fakes.WithRealTransport(r.transport), fakes.WithGetenv(r.getenv)}
+	opts := []recorder.Option{recorder.WithMode(r.mode), recorder.WithRealTransport(r.transport), recorder.WithGetenv(r.getenv)}
 	if r.s.Match != "" {
-		opts = append(opts, fakes.WithMatch(r.s.Match))
+		opts = append(opts, recorder.WithMatch(r.s.Match))
 	}
-	rec, err := fakes.NewRecorder(cell.Cassette, opts...)
+	rec, err := recorder.New(cell.Cassette, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/tool"
 )
 
@@ -13,8 +13,8 @@ import (
 // and writes nothing.
 type Options struct {
 	// Mode overrides the suite's mode. CI=true still forces replay unless
-	// the mode is live (see fakes.ResolveMode).
-	Mode fakes.Mode
+	// the mode is live (see recorder.ResolveMode).
+	Mode recorder.Mode
 	// OutDir receives results.jsonl, summary.json and cells/; "" writes nothing.
 	OutDir string
 	// Concurrency overrides the suite's concurrency (cells in flight).
@@ -51,7 +51,7 @@ type Options struct {
 type Option func(*Options)
 
 // WithMode sets the mode (see Options.Mode).
-func WithMode(m fakes.Mode) Option { return func(o *Options) { o.Mode = m } }
+func WithMode(m recorder.Mode) Option { return func(o *Options) { o.Mode = m } }
 
 // WithOutDir writes the run's files into dir.
 func WithOutDir(dir string) Option { return func(o *Options) { o.OutDir = dir } }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -86,7 +86,7 @@ func TestRecordThenReplay(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "cassettes", "three--local-m--default--e1.yaml"))
 
 	// CI=true replays whatever was asked for, except live.
-	oc = runSuite(t, path, evals.Options{Mode: fakes.ModeRecord, Getenv: func(k string) string {
+	oc = runSuite(t, path, evals.Options{Mode: recorder.ModeRecord, Getenv: func(k string) string {
 		if k == "CI" {
 			return "true"
 		}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/provider"
 )
 
@@ -22,8 +22,8 @@ type RunResult struct {
 	Details map[string]*CellDetail
 	// Cells is the matrix that was run.
 	Cells []Cell
-	// Mode is the mode in effect and ModeReason why (see fakes.ResolveMode).
-	Mode       fakes.Mode
+	// Mode is the mode in effect and ModeReason why (see recorder.ResolveMode).
+	Mode       recorder.Mode
 	ModeReason string
 }
 
@@ -31,7 +31,7 @@ type RunResult struct {
 type runner struct {
 	s          *Suite
 	o          Options
-	mode       fakes.Mode
+	mode       recorder.Mode
 	modeReason string
 	transport  http.RoundTripper
 	getenv     func(string) string
@@ -54,7 +54,7 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 	if o.Mode != "" {
 		requested = o.Mode
 	}
-	mode, reason, err := fakes.ResolveMode(requested, r.getenv)
+	mode, reason, err := recorder.ResolveMode(requested, r.getenv)
 	if err != nil {
 		return nil, err
 	}

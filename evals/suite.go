@@ -15,7 +15,8 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/profile"
@@ -61,9 +62,9 @@ type Suite struct {
 	// Epochs is the default number of runs of each cell.
 	Epochs int
 	// Mode is where model answers come from (replay by default).
-	Mode fakes.Mode
+	Mode recorder.Mode
 	// Match overrides the cassettes' declared match mode when set.
-	Match fakes.Match
+	Match cassette.Match
 	// Cassettes is the directory of the cells' cassettes (resolved).
 	Cassettes string
 	// Concurrency bounds the cells in flight; ProviderConcurrency bounds the
@@ -311,16 +312,16 @@ func (p *parser) suite(raw *rawSuite) error {
 		}
 		s.Epochs = *raw.Epochs
 	}
-	s.Mode = fakes.ModeReplay
+	s.Mode = recorder.ModeReplay
 	if raw.Mode != "" {
-		m, err := fakes.ParseMode(raw.Mode)
+		m, err := recorder.ParseMode(raw.Mode)
 		if err != nil {
 			return p.errAt("mode", "%v", err)
 		}
 		s.Mode = m
 	}
 	if raw.Match != "" {
-		m, err := fakes.ParseMatch(raw.Match)
+		m, err := cassette.ParseMatch(raw.Match)
 		if err != nil {
 			return p.errAt("match", "%v", err)
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 )
 
 // Run runs the suite file at path under go test: one subtest per cell,
@@ -21,7 +21,7 @@ import (
 // assertions.
 func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	t.Helper()
-	o := Options{Mode: fakes.ModeReplay}
+	o := Options{Mode: recorder.ModeReplay}
 	for _, opt := range opts {
 		opt(&o)
 	}

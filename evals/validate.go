@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/internal/yamlx"
 )
@@ -59,7 +59,7 @@ func (r *runner) validate(ctx context.Context, cells []Cell) error {
 	if err := r.validateAssembly(ctx, cells); err != nil {
 		return err
 	}
-	if r.mode == fakes.ModeReplay {
+	if r.mode == recorder.ModeReplay {
 		return r.validateCassettes(cells)
 	}
 	return nil

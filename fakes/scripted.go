@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/dageval/dageval/fakes/internal/pieces"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -147,7 +148,7 @@ func (s *Scripted) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, CopyRequest(req))
+	s.requests = append(s.requests, copyRequest(req))
 	call := len(s.requests)
 	if err, ok := s.failOn[call]; ok {
 		return nil, err
@@ -177,7 +178,7 @@ func StreamResponse(ctx context.Context, m llm.ChatModel, req *llm.Request) iter
 			yield(llm.Chunk{}, err)
 			return
 		}
-		for _, w := range splitWords(resp.Message.Text()) {
+		for _, w := range pieces.Words(resp.Message.Text()) {
 			if ctx.Err() != nil {
 				yield(llm.Chunk{}, ctx.Err())
 				return
@@ -193,20 +194,6 @@ func StreamResponse(ctx context.Context, m llm.ChatModel, req *llm.Request) iter
 		}
 		yield(llm.Chunk{Response: resp}, nil)
 	}
-}
-
-func splitWords(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, ' ')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
 }
 
 // finish copies a scripted response and fills in ids, model and usage.
@@ -255,9 +242,9 @@ func messageChars(m llm.Message) int {
 	return n
 }
 
-// CopyRequest returns a copy of req that shares no slices with it, so later
+// copyRequest returns a copy of req that shares no slices with it, so later
 // changes by the caller do not alter what was recorded.
-func CopyRequest(req *llm.Request) llm.Request {
+func copyRequest(req *llm.Request) llm.Request {
 	c := *req
 	c.System = append([]llm.Block(nil), req.System...)
 	c.Messages = make([]llm.Message, len(req.Messages))
@@ -339,7 +326,7 @@ func (m *RuleModel) Generate(ctx context.Context, req *llm.Request) (*llm.Respon
 		return nil, err
 	}
 	m.mu.Lock()
-	m.requests = append(m.requests, CopyRequest(req))
+	m.requests = append(m.requests, copyRequest(req))
 	call := len(m.requests)
 	err, fail := m.failOn[call]
 	m.mu.Unlock()

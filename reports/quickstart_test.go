@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/reports"
 )
 
@@ -20,7 +20,7 @@ func runQuickstart(t *testing.T) *reports.Run {
 	suite, err := evals.Load("../evals/examples/quickstart/suite.yaml")
 	require.NoError(t, err)
 	out := t.TempDir()
-	_, err = suite.Run(t.Context(), evals.Options{OutDir: out, Mode: fakes.ModeReplay, Getenv: func(string) string { return "" }})
+	_, err = suite.Run(t.Context(), evals.Options{OutDir: out, Mode: recorder.ModeReplay, Getenv: func(string) string { return "" }})
 	require.NoError(t, err)
 	r, err := reports.Load(out)
 	require.NoError(t, err)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 )
 
 func init() {
@@ -32,7 +32,7 @@ func runCassetteImport(_ context.Context, e *env, args []string) error {
 	fs := newFlags(c, e)
 	from := fs.String("from", "", "format of IN; only vcrpy is supported")
 	out := fs.String("o", "", "path of the go-vcr cassette to write")
-	match := fs.String("match", string(fakes.MatchOrder), "how the cassette is matched on replay: order or body")
+	match := fs.String("match", string(cassette.MatchOrder), "how the cassette is matched on replay: order or body")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -47,20 +47,21 @@ func runCassetteImport(_ context.Context, e *env, args []string) error {
 	case *out == "":
 		return usageError("-o OUT is required")
 	}
-	m, err := fakes.ParseMatch(*match)
+	m, err := cassette.ParseMatch(*match)
 	if err != nil {
 		return usageError("--match: %v", err)
 	}
-	cas, err := fakes.ImportVCRPyFile(pos[0])
+	cas, err := cassette.ImportVCRPyFile(pos[0])
 	if err != nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
 	cas.Meta.Match = m
 	cas.Path = *out
-	probs := fakes.LintCassette(cas, fakes.LintOptions{Secrets: fakes.EnvSecrets(e.getenv)})
-	var secrets []fakes.Problem
+	envSecrets := cassette.EnvSecrets(e.getenv)
+	probs := cassette.Lint(cas, cassette.LintOptions{Secrets: envSecrets})
+	var secrets []cassette.Problem
 	for _, p := range probs {
-		if p.Check == fakes.CheckSecret {
+		if p.Check == cassette.CheckSecret {
 			p.File = pos[0]
 			secrets = append(secrets, p)
 		}
@@ -71,20 +72,20 @@ func runCassetteImport(_ context.Context, e *env, args []string) error {
 		}
 		return failures("refusing to write %s: %d secret findings in %s", *out, len(secrets), pos[0])
 	}
-	data, err := cas.Marshal()
-	if err != nil {
-		return err
-	}
-	if err := fakes.WriteCassetteFile(*out, data); err != nil {
+	if err := cassette.Write(*out, cas, envSecrets); err != nil {
 		var pe *os.PathError
-		if errors.As(err, &pe) {
+		var se *cassette.SecretError
+		switch {
+		case errors.As(err, &pe):
 			return &exitError{code: exitBad, msg: err.Error()}
+		case errors.As(err, &se):
+			return failures("%v", err)
 		}
 		return err
 	}
 	fmt.Fprintf(e.stdout, "imported %d interactions from %s into %s (match %s)\n", len(cas.Interactions), pos[0], *out, m)
 	for _, p := range probs {
-		if p.Check != fakes.CheckSecret {
+		if p.Check != cassette.CheckSecret {
 			fmt.Fprintf(e.stderr, "warning: %s\n", p)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 )
 
 // listFlag collects a repeatable string flag.
@@ -60,9 +60,9 @@ func runCassetteLint(_ context.Context, e *env, args []string) error {
 	if len(files) == 0 {
 		return usageError("no cassette files given")
 	}
-	opts := fakes.LintOptions{IgnoreFields: ignore, Secrets: fakes.EnvSecrets(e.getenv, secretEnv...)}
+	opts := cassette.LintOptions{IgnoreFields: ignore, Secrets: cassette.EnvSecrets(e.getenv, secretEnv...)}
 	if *match != "" {
-		m, err := fakes.ParseMatch(*match)
+		m, err := cassette.ParseMatch(*match)
 		if err != nil {
 			return usageError("--match: %v", err)
 		}
@@ -71,7 +71,7 @@ func runCassetteLint(_ context.Context, e *env, args []string) error {
 	total, bad := 0, 0
 	var unreadable []string
 	for _, f := range files {
-		probs, err := fakes.LintFile(f, opts)
+		probs, err := cassette.LintFile(f, opts)
 		if err != nil {
 			unreadable = append(unreadable, err.Error())
 			continue

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/fakes/replay"
 )
 
@@ -38,7 +38,7 @@ read or bad flags.`,
 // shownCassette is the JSON form of show's output.
 type shownCassette struct {
 	File         string               `json:"file"`
-	Match        fakes.Match          `json:"match"`
+	Match        cassette.Match       `json:"match"`
 	Source       string               `json:"source,omitempty"`
 	Interactions []replay.Interaction `json:"interactions"`
 }
@@ -57,7 +57,7 @@ func runCassetteShow(ctx context.Context, e *env, args []string) error {
 	case len(files) != 1:
 		return usageError("want exactly one cassette file, got %d", len(files))
 	}
-	cas, err := fakes.ReadCassette(files[0])
+	cas, err := cassette.Read(files[0])
 	if err != nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}

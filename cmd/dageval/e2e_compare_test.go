@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/evals/examples/quickstart"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/llmserver"
 )
 
 // copyQuickstart copies the quickstart example into a new directory so a
@@ -64,7 +64,7 @@ const quickstartTerse = "system_prompt_suffix: \"Be terse: answer in one short s
 // TestCompareGatesAProfileChange is the users' story end to end: a pull
 // request changes a profile, CI runs the suite and compares with main.
 func TestCompareGatesAProfileChange(t *testing.T) {
-	srv := fakes.NewServer(quickstart.Model())
+	srv := llmserver.NewServer(quickstart.Model())
 	defer srv.Close()
 	keys := mapEnv(map[string]string{"ANTHROPIC_API_KEY": "local-test-key", "OPENAI_API_KEY": "local-test-key", "CI": "true"})
 

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/reports"
 )
 
@@ -81,7 +81,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		Logger:   slog.New(newOnceHandler(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if *mode != "" {
-		m, err := fakes.ParseMode(*mode)
+		m, err := recorder.ParseMode(*mode)
 		if err != nil {
 			return usageError("--mode: %v", err)
 		}

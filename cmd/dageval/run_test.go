@@ -15,6 +15,8 @@ import (
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -104,7 +106,7 @@ const liveAgent = "agent: {name: weather, tools: [{name: get_weather, parameters
 // TestRunLiveWithGrader runs a suite live against a local OpenAI-compatible
 // server, the grader's calls included, through the CLI.
 func TestRunLiveWithGrader(t *testing.T) {
-	srv := fakes.NewServer(graderAndAgent())
+	srv := llmserver.NewServer(graderAndAgent())
 	defer srv.Close()
 	dir := writeFiles(t, map[string]string{"suite.yaml": `version: 1
 name: live
@@ -136,7 +138,7 @@ grader: {model: local:grader-model, temperature: 0, seed: 7}
 	models := map[string]int{}
 	for _, req := range srv.Requests() {
 		models[req.Model]++
-		assert.Equal(t, fakes.APIOpenAIChat, req.API)
+		assert.Equal(t, cassette.APIOpenAIChat, req.API)
 	}
 	assert.Equal(t, map[string]int{"agent-model": 2, "grader-model": 1}, models)
 	graderReq := srv.Requests()[2].Request
@@ -145,7 +147,7 @@ grader: {model: local:grader-model, temperature: 0, seed: 7}
 }
 
 func TestRunExitCodes(t *testing.T) {
-	srv := fakes.NewServer(graderAndAgent())
+	srv := llmserver.NewServer(graderAndAgent())
 	defer srv.Close()
 	head := "version: 1\nname: codes\nmode: live\nproviders: {local: {kind: openai-compatible, base_url: \"" + srv.OpenAIBaseURL() + "\", api_key_env: LOCAL_KEY}}\nmodels: [local:m]\n" + liveAgent
 	env := map[string]string{"LOCAL_KEY": "k"}
@@ -287,7 +289,7 @@ func TestRunIsInterruptible(t *testing.T) {
 // A grader that is also a model under test is warned about once, however
 // many cells it grades.
 func TestRunWarnsAboutSelfGradingOnce(t *testing.T) {
-	srv := fakes.NewServer(graderAndAgent())
+	srv := llmserver.NewServer(graderAndAgent())
 	defer srv.Close()
 	dir := writeFiles(t, map[string]string{"suite.yaml": `version: 1
 name: self

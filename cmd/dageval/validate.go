@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 )
 
 func init() {
@@ -40,7 +40,7 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 	}
 	opts := evals.Options{Filter: *filter, Epochs: *epochs, Getenv: e.getenv}
 	if *mode != "" {
-		m, err := fakes.ParseMode(*mode)
+		m, err := recorder.ParseMode(*mode)
 		if err != nil {
 			return usageError("--mode: %v", err)
 		}

@@ -10,7 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/fakes/replay"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -36,11 +37,11 @@ func textTool(name, description, answer string, calls *atomic.Int32) tool.Tool {
 // openImported opens a third-party recording for replay, as the eval
 // runner will: the recorder answers in recorded order (the cassette
 // declares match: order) and the resolver's models need no key.
-func openImported(t *testing.T, name string) (*fakes.Recorder, *provider.Resolver) {
+func openImported(t *testing.T, name string) (*recorder.Recorder, *provider.Resolver) {
 	t.Helper()
-	rec, r := replay.OpenTest(t, thirdParty(name), provider.Config{Getenv: noEnv}, fakes.WithGetenv(noEnv))
-	require.Equal(t, fakes.ModeReplay, rec.Mode())
-	require.Equal(t, fakes.MatchOrder, rec.Match())
+	rec, r := replay.OpenTest(t, thirdParty(name), provider.Config{Getenv: noEnv}, recorder.WithGetenv(noEnv))
+	require.Equal(t, recorder.ModeReplay, rec.Mode())
+	require.Equal(t, cassette.MatchOrder, rec.Match())
 	return rec, r
 }
 
@@ -166,7 +167,7 @@ func TestReplayedAndShownIDsAgree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "The current time is Noon.", res.Text())
 
-	c, err := fakes.ReadCassette(thirdParty(name))
+	c, err := cassette.Read(thirdParty(name))
 	require.NoError(t, err)
 	shown := replay.Inspect(context.Background(), c)
 	id := res.State.Messages[1].ToolCalls[0].ID

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/fakes/replay"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -66,14 +69,14 @@ type benchCase struct {
 	name    string
 	spec    string
 	options map[string]any
-	base    func(*fakes.Server) string
+	base    func(*llmserver.Server) string
 	host    string
 }
 
 var benchCases = []benchCase{
-	{"anthropic", "anthropic:claude-sonnet-4-5", nil, func(s *fakes.Server) string { return s.URL }, "api.anthropic.com"},
-	{"openai-chat", "openai:gpt-4o", map[string]any{"use_responses_api": false}, (*fakes.Server).OpenAIBaseURL, "api.openai.com"},
-	{"openai-responses", "openai:gpt-4o", nil, (*fakes.Server).OpenAIBaseURL, "api.openai.com"},
+	{"anthropic", "anthropic:claude-sonnet-4-5", nil, func(s *llmserver.Server) string { return s.URL }, "api.anthropic.com"},
+	{"openai-chat", "openai:gpt-4o", map[string]any{"use_responses_api": false}, (*llmserver.Server).OpenAIBaseURL, "api.openai.com"},
+	{"openai-responses", "openai:gpt-4o", nil, (*llmserver.Server).OpenAIBaseURL, "api.openai.com"},
 }
 
 func benchAgent(tb testing.TB, r *provider.Resolver, bc benchCase, options map[string]any) *agent.Agent {
@@ -92,11 +95,11 @@ var benchInput = agent.Input{Messages: []llm.Message{llm.User("Research the topi
 
 // recordBenchRun records the 10-turn run against the local server.
 func recordBenchRun(tb testing.TB, dir string, bc benchCase) string {
-	srv := fakes.NewServer(benchScript())
+	srv := llmserver.NewServer(benchScript())
 	defer srv.Close()
 	path := filepath.Join(dir, bc.name+".yaml")
 	rec, r, err := replay.Open(path, provider.Config{Getenv: func(string) string { return "bench-key" }},
-		fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRecordedHost(bc.host))
+		recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost(bc.host))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -130,7 +133,7 @@ func age(tb testing.TB, path string) {
 // replayBenchRun is one replayed run as the eval runner does it: open the
 // cassette, build a resolver and the agent, run it to the end.
 func replayBenchRun(tb testing.TB, path string, bc benchCase) {
-	rec, r, err := replay.Open(path, provider.Config{Getenv: noEnv}, fakes.WithGetenv(noEnv))
+	rec, r, err := replay.Open(path, provider.Config{Getenv: noEnv}, recorder.WithGetenv(noEnv))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -150,7 +153,7 @@ func replayBenchRun(tb testing.TB, path string, bc benchCase) {
 func TestBenchRunReplays(t *testing.T) {
 	for _, bc := range benchCases {
 		path := recordBenchRun(t, t.TempDir(), bc)
-		c, err := fakes.ReadCassette(path)
+		c, err := cassette.Read(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +233,7 @@ func BenchmarkCanonicalisedReplayAgentRun(b *testing.B) {
 
 // reencodeRequests rewrites a cassette with every request body indented.
 func reencodeRequests(tb testing.TB, path string) string {
-	c, err := fakes.ReadCassette(path)
+	c, err := cassette.Read(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -241,12 +244,8 @@ func reencodeRequests(tb testing.TB, path string) string {
 		}
 		it.Request.Body = buf.String()
 	}
-	data, err := c.Marshal()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	out := strings.TrimSuffix(path, ".yaml") + "-reencoded.yaml"
-	if err := fakes.WriteCassetteFile(out, data); err != nil {
+	if err := cassette.Write(out, c, nil); err != nil {
 		tb.Fatal(err)
 	}
 	age(tb, out)

@@ -5,57 +5,40 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"strings"
 
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/anthropic"
 	"github.com/dageval/dageval/harness/provider/openai"
 )
 
-// APIOf names the wire API of a request path, as fakes.Server reports it:
-// fakes.APIAnthropicMessages for .../v1/messages, fakes.APIOpenAIChat for
-// .../chat/completions, fakes.APIOpenAIResponses for .../responses, and ""
-// when no adapter speaks the path.
-func APIOf(path string) string {
-	switch {
-	case strings.HasSuffix(path, "/v1/messages"):
-		return fakes.APIAnthropicMessages
-	case strings.HasSuffix(path, "/chat/completions"):
-		return fakes.APIOpenAIChat
-	case strings.HasSuffix(path, "/responses"):
-		return fakes.APIOpenAIResponses
-	}
-	return ""
-}
-
 // ErrNoAdapter is wrapped by Decode's error for a request path no adapter speaks.
 var ErrNoAdapter = fmt.Errorf("no adapter speaks this path (known: /v1/messages, /chat/completions, /responses)")
 
 // Answer is the recorded response of it.
-func Answer(it *cassette.Interaction) provider.RecordedAnswer {
+func Answer(it *vcr.Interaction) provider.RecordedAnswer {
 	return provider.RecordedAnswer{StatusCode: it.Response.Code, Header: it.Response.Headers, Body: []byte(it.Response.Body)}
 }
 
 // Decode reads a recorded interaction's answer with the adapter its request
-// path selects (see APIOf), JSON or event stream, exactly as a replayed run
+// path selects (see cassette.APIOf), JSON or event stream, exactly as a replayed run
 // would. Failed answers give the adapter's *llm.Error. Chat Completions tool
 // calls that the server sent without an id get the id a replayed run derives
 // for them, from the length of the recorded conversation.
-func Decode(ctx context.Context, it *cassette.Interaction) (*llm.Response, error) {
+func Decode(ctx context.Context, it *vcr.Interaction) (*llm.Response, error) {
 	u, err := url.Parse(it.Request.URL)
 	if err != nil {
 		return nil, fmt.Errorf("request url: %w", err)
 	}
-	switch APIOf(u.Path) {
-	case fakes.APIAnthropicMessages:
+	switch cassette.APIOf(u.Path) {
+	case cassette.APIAnthropicMessages:
 		return anthropic.DecodeAnswer(ctx, Answer(it))
-	case fakes.APIOpenAIChat:
+	case cassette.APIOpenAIChat:
 		return openai.DecodeChatAnswer(ctx, Answer(it), conversationLength(it.Request.Body))
-	case fakes.APIOpenAIResponses:
+	case cassette.APIOpenAIResponses:
 		return openai.DecodeResponsesAnswer(ctx, Answer(it))
 	}
 	return nil, fmt.Errorf("%s %s: %w", it.Request.Method, u.Path, ErrNoAdapter)

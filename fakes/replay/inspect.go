@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -68,18 +68,18 @@ type Usage struct {
 
 // Inspect decodes every interaction of c in file order (see Decode).
 // Credentials in URLs are redacted.
-func Inspect(ctx context.Context, c *fakes.Cassette) []Interaction {
+func Inspect(ctx context.Context, c *cassette.Cassette) []Interaction {
 	out := make([]Interaction, 0, len(c.Interactions))
 	for i, it := range c.Interactions {
 		in := Interaction{
 			Index:    i,
 			Method:   it.Request.Method,
-			URL:      fakes.RedactURL(it.Request.URL),
+			URL:      cassette.RedactURL(it.Request.URL),
 			Status:   it.Response.Code,
 			Streamed: Answer(it).Streamed(),
 		}
 		if u, err := url.Parse(it.Request.URL); err == nil {
-			in.API = APIOf(u.Path)
+			in.API = cassette.APIOf(u.Path)
 		}
 		resp, err := Decode(ctx, it)
 		if err != nil {

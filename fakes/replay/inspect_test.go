@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/fakes/replay"
 )
 
@@ -36,9 +36,9 @@ type turn struct {
 }
 
 const (
-	ant  = fakes.APIAnthropicMessages
-	chat = fakes.APIOpenAIChat
-	resp = fakes.APIOpenAIResponses
+	ant  = cassette.APIAnthropicMessages
+	chat = cassette.APIOpenAIChat
+	resp = cassette.APIOpenAIResponses
 )
 
 var synthesizedID = regexp.MustCompile(`^call_[0-9a-f]{24}$`)
@@ -110,7 +110,7 @@ func TestInspectReadsEveryThirdPartyRecording(t *testing.T) {
 	require.Len(t, files, len(recordings), "every imported recording is listed here")
 	for name, turns := range recordings {
 		t.Run(name, func(t *testing.T) {
-			c, err := fakes.ReadCassette(thirdParty(name))
+			c, err := cassette.Read(thirdParty(name))
 			require.NoError(t, err)
 			got := replay.Inspect(context.Background(), c)
 			require.Len(t, got, len(turns))
@@ -163,7 +163,7 @@ func TestInspectReadsEveryThirdPartyRecording(t *testing.T) {
 }
 
 func TestInspectFailures(t *testing.T) {
-	c, err := fakes.ParseCassette("errors.yaml", []byte(`---
+	c, err := cassette.Parse("errors.yaml", []byte(`---
 version: 2
 interactions:
   - id: 0

@@ -3,7 +3,7 @@ package replay
 import (
 	"testing"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/builtin"
 )
@@ -12,16 +12,16 @@ import (
 // adapters whose models send every call through rec. base supplies the
 // shared fields (Logger, Timeout, MaxTokens, Getenv, retry backoff); rec
 // sets the HTTP client, replay mode and retries (see
-// fakes.Recorder.ProviderConfig). In replay mode models need no API key.
-func NewResolver(rec *fakes.Recorder, base provider.Config) *provider.Resolver {
+// recorder.Recorder.ProviderConfig). In replay mode models need no API key.
+func NewResolver(rec *recorder.Recorder, base provider.Config) *provider.Resolver {
 	return builtin.NewResolver(rec.ProviderConfig(base))
 }
 
 // Open opens the cassette at path with opts (mode, match, secrets, ...) and
 // returns its recorder and a resolver over it. Stop the recorder when the
 // run ends; in the recording modes that saves the cassette.
-func Open(path string, base provider.Config, opts ...fakes.Option) (*fakes.Recorder, *provider.Resolver, error) {
-	rec, err := fakes.NewRecorder(path, opts...)
+func Open(path string, base provider.Config, opts ...recorder.Option) (*recorder.Recorder, *provider.Resolver, error) {
+	rec, err := recorder.New(path, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -30,7 +30,7 @@ func Open(path string, base provider.Config, opts ...fakes.Option) (*fakes.Recor
 
 // OpenTest is Open for tests: it fails t when the cassette cannot be opened
 // and stops the recorder when the test ends, failing t if saving fails.
-func OpenTest(t testing.TB, path string, base provider.Config, opts ...fakes.Option) (*fakes.Recorder, *provider.Resolver) {
+func OpenTest(t testing.TB, path string, base provider.Config, opts ...recorder.Option) (*recorder.Recorder, *provider.Resolver) {
 	t.Helper()
 	rec, r, err := Open(path, base, opts...)
 	if err != nil {

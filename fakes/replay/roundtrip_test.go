@@ -16,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/fakes/replay"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -90,18 +93,18 @@ func script() *fakes.Scripted {
 type wireCase struct {
 	name     string
 	spec     string
-	options  func(srv *fakes.Server) map[string]any // where the recording run goes
-	replayed map[string]any                         // replay keeps the entry's real base URL
+	options  func(srv *llmserver.Server) map[string]any // where the recording run goes
+	replayed map[string]any                             // replay keeps the entry's real base URL
 	api      string
 	host     string
 }
 
 var wireCases = []wireCase{
-	{"anthropic", "anthropic:claude-sonnet-4-5", func(s *fakes.Server) map[string]any { return map[string]any{"base_url": s.URL} }, nil, fakes.APIAnthropicMessages, "api.anthropic.com"},
-	{"openai-chat", "openai:gpt-4o", func(s *fakes.Server) map[string]any {
+	{"anthropic", "anthropic:claude-sonnet-4-5", func(s *llmserver.Server) map[string]any { return map[string]any{"base_url": s.URL} }, nil, cassette.APIAnthropicMessages, "api.anthropic.com"},
+	{"openai-chat", "openai:gpt-4o", func(s *llmserver.Server) map[string]any {
 		return map[string]any{"base_url": s.OpenAIBaseURL(), "use_responses_api": false}
-	}, map[string]any{"use_responses_api": false}, fakes.APIOpenAIChat, "api.openai.com"},
-	{"openai-responses", "openai:gpt-4o", func(s *fakes.Server) map[string]any { return map[string]any{"base_url": s.OpenAIBaseURL()} }, nil, fakes.APIOpenAIResponses, "api.openai.com"},
+	}, map[string]any{"use_responses_api": false}, cassette.APIOpenAIChat, "api.openai.com"},
+	{"openai-responses", "openai:gpt-4o", func(s *llmserver.Server) map[string]any { return map[string]any{"base_url": s.OpenAIBaseURL()} }, nil, cassette.APIOpenAIResponses, "api.openai.com"},
 }
 
 func runFamily(t *testing.T, r *provider.Resolver, spec string, options map[string]any, answers map[string]string) (*agent.Result, error) {
@@ -121,11 +124,11 @@ func runFamily(t *testing.T, r *provider.Resolver, spec string, options map[stri
 // in record mode and returns the run and the cassette path.
 func record(t *testing.T, wc wireCase) (*agent.Result, string) {
 	t.Helper()
-	srv := fakes.NewServer(script(), fakes.WithServerAPIKey(canary))
+	srv := llmserver.NewServer(script(), llmserver.WithAPIKey(canary))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), wc.name+".yaml")
 	rec, r, err := replay.Open(path, provider.Config{Getenv: canaryEnv},
-		fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(canaryEnv), fakes.WithRecordedHost(wc.host))
+		recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(canaryEnv), recorder.WithRecordedHost(wc.host))
 	require.NoError(t, err)
 	res, err := runFamily(t, r, wc.spec, wc.options(srv), family)
 	require.NoError(t, err)
@@ -156,16 +159,16 @@ func TestRecordRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			assert.NotContains(t, string(data), canary, "the API key never reaches the cassette")
 			assert.NotContains(t, string(data), "127.0.0.1", "recorded under the provider's host")
-			assert.Contains(t, string(data), fakes.Redacted)
-			c, err := fakes.ReadCassette(path)
+			assert.Contains(t, string(data), cassette.Redacted)
+			c, err := cassette.Read(path)
 			require.NoError(t, err)
 			require.Len(t, c.Interactions, 3)
 			assert.Equal(t, "text/event-stream", strings.Split(c.Interactions[1].Response.Headers.Get("Content-Type"), ";")[0])
 
 			// Replay offline: the server is gone and the model resolves to
 			// the provider's real address, which netguard would refuse.
-			rec, r := replay.OpenTest(t, path, provider.Config{Getenv: noEnv}, fakes.WithGetenv(noEnv))
-			require.Equal(t, fakes.ModeReplay, rec.Mode())
+			rec, r := replay.OpenTest(t, path, provider.Config{Getenv: noEnv}, recorder.WithGetenv(noEnv))
+			require.Equal(t, recorder.ModeReplay, rec.Mode())
 			replayed, err := runFamily(t, r, wc.spec, wc.replayed, family)
 			require.NoError(t, err)
 			assert.Empty(t, rec.Unplayed())
@@ -200,7 +203,7 @@ func TestReplayMissFailsTheRunOnce(t *testing.T) {
 	for _, wc := range wireCases {
 		t.Run(wc.name, func(t *testing.T) {
 			_, path := record(t, wc)
-			rec, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+			rec, err := recorder.New(path, recorder.WithGetenv(noEnv))
 			require.NoError(t, err)
 			defer rec.Stop()
 			cfg := rec.ProviderConfig(provider.Config{Getenv: noEnv})
@@ -214,9 +217,9 @@ func TestReplayMissFailsTheRunOnce(t *testing.T) {
 			changed := map[string]string{"Alice": "Alice is 14.", "Bob": family["Bob"], "Carol": family["Carol"]}
 			_, err = runFamily(t, builtin.NewResolver(cfg), wc.spec, wc.replayed, changed)
 			require.Error(t, err)
-			var miss *fakes.MissError
+			var miss *recorder.MissError
 			require.True(t, errors.As(err, &miss), "%T: %v", err, err)
-			assert.ErrorIs(t, err, fakes.ErrInteractionNotFound)
+			assert.ErrorIs(t, err, recorder.ErrInteractionNotFound)
 			assert.Equal(t, int32(2), counter.n.Load(), "the first call replays, the second misses once")
 			assert.Equal(t, 1, miss.Nearest, "the changed request is compared with the second recorded one")
 			assert.Contains(t, miss.Diff, "Alice is 41.")

@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -30,7 +31,7 @@ func Model() llm.ChatModel { return model{} }
 type model struct{}
 
 func (model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	served, _ := fakes.ServedCallFrom(ctx)
+	served, _ := llmserver.ServedCallFrom(ctx)
 	t := turn{req: req, gpt: strings.HasPrefix(served.Model, "gpt"), terse: strings.Contains(llm.BlocksText(req.System), "Be terse")}
 	var msg llm.Message
 	var err error
@@ -270,7 +271,7 @@ func grade(req *llm.Request) (llm.Message, error) {
 }
 
 // Redirect sends every request to the server at base (for example a
-// fakes.Server) whatever host it was addressed to. Requests keep their
+// llmserver.Server) whatever host it was addressed to. Requests keep their
 // original URL everywhere else, so cassettes recorded through it name the
 // real provider.
 func Redirect(base string) http.RoundTripper {
@@ -304,20 +305,20 @@ func RecordEnv(name string) string {
 }
 
 // Record re-records the cassettes of the suite at suitePath against a
-// local fakes.Server playing Model, through the runner's real recording
+// local llmserver.Server playing Model, through the runner's real recording
 // path (record mode, the real provider adapters, one cassette per cell).
 // Cells are recorded one at a time: the server derives response ids from
 // the requests it has seen, so a fixed order makes every recording of the
 // suite byte-identical.
 func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.RunResult, error) {
-	srv := fakes.NewServer(Model())
+	srv := llmserver.NewServer(Model())
 	defer srv.Close()
 	s, err := evals.Load(suitePath)
 	if err != nil {
 		return nil, err
 	}
 	return s.Run(ctx, evals.Options{
-		Mode:        fakes.ModeRecord,
+		Mode:        recorder.ModeRecord,
 		Concurrency: 1,
 		Transport:   Redirect(srv.URL),
 		Getenv:      RecordEnv,

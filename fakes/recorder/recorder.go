@@ -1,4 +1,4 @@
-package fakes
+package recorder
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcrrecorder "gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
 
-	"github.com/dageval/dageval/internal/fileutil"
+	"github.com/dageval/dageval/fakes/cassette"
 )
 
 // Mode says where a Recorder's responses come from.
@@ -52,34 +52,11 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("unknown mode %q: want replay, record, record-missing or live", s)
 }
 
-// Match says which requests an interaction answers.
-type Match string
-
-// Match modes.
-const (
-	// MatchBody matches method, path, query and the canonical JSON body
-	// (sorted keys, ignored fields removed). Equal requests in a lane are
-	// answered in recorded order.
-	MatchBody Match = "body"
-	// MatchOrder matches method and path only, in recorded order per lane:
-	// for recordings whose request bodies came from another client.
-	MatchOrder Match = "order"
-)
-
-// ParseMatch parses a match mode name.
-func ParseMatch(s string) (Match, error) {
-	switch m := Match(s); m {
-	case MatchBody, MatchOrder:
-		return m, nil
-	}
-	return "", fmt.Errorf("unknown match mode %q: want body or order", s)
-}
-
 // ErrCassetteNotFound and ErrInteractionNotFound are go-vcr's sentinels; a
 // replay that cannot be served wraps one of them.
 var (
-	ErrCassetteNotFound    = cassette.ErrCassetteNotFound
-	ErrInteractionNotFound = cassette.ErrInteractionNotFound
+	ErrCassetteNotFound    = vcr.ErrCassetteNotFound
+	ErrInteractionNotFound = vcr.ErrInteractionNotFound
 )
 
 // ErrStopped is returned for requests made after Stop.
@@ -90,7 +67,7 @@ type Option func(*config)
 
 type config struct {
 	mode          Mode
-	match         Match
+	match         cassette.Match
 	ignore        []string
 	redactHeaders []string
 	secrets       []string
@@ -105,17 +82,16 @@ type config struct {
 func WithMode(m Mode) Option { return func(c *config) { c.mode = m } }
 
 // WithMatch overrides the cassette's declared match mode.
-func WithMatch(m Match) Option { return func(c *config) { c.match = m } }
+func WithMatch(m cassette.Match) Option { return func(c *config) { c.match = m } }
 
 // WithIgnoreFields ignores more request-body fields when matching, in
-// addition to DefaultIgnoredFields. A path is dot-separated field names where
-// "*" stands for any field or array index and a leading "**" for any depth:
-// "temperature", "messages.*.content.*.cache_control", "**.cache_control".
+// addition to cassette.DefaultIgnoredFields (see cassette.NewCanon for the
+// path syntax).
 func WithIgnoreFields(paths ...string) Option {
 	return func(c *config) { c.ignore = append(c.ignore, paths...) }
 }
 
-// WithRedactHeaders redacts more headers, in addition to SensitiveHeaders.
+// WithRedactHeaders redacts more headers, in addition to cassette.SensitiveHeaders.
 func WithRedactHeaders(names ...string) Option {
 	return func(c *config) { c.redactHeaders = append(c.redactHeaders, names...) }
 }
@@ -125,7 +101,7 @@ func WithSecrets(values ...string) Option {
 	return func(c *config) { c.secrets = append(c.secrets, values...) }
 }
 
-// WithSecretEnv names more environment variables (beside DefaultSecretEnv)
+// WithSecretEnv names more environment variables (beside cassette.DefaultSecretEnv)
 // whose values must appear nowhere in a saved cassette.
 func WithSecretEnv(names ...string) Option {
 	return func(c *config) { c.secretEnv = append(c.secretEnv, names...) }
@@ -193,27 +169,26 @@ func ResolveMode(requested Mode, getenv func(string) string) (mode Mode, reason 
 //
 // The match mode is the one the cassette declares (dageval.match, body by
 // default) unless WithMatch overrides it. A saved request carries its lane
-// in the LaneHeader header; interactions are grouped by lane on save.
+// in the cassette.LaneHeader header; interactions are grouped by lane on save.
 //
-// Before an exchange is kept, sensitive headers and query parameters are
-// replaced by Redacted and volatile headers dropped; when saving, the
-// recorder refuses to write a file in which a configured secret, a
-// credential it saw in a header, or a key-shaped string appears.
+// Before an exchange is kept, it is redacted (cassette.Redact); when saving,
+// the recorder refuses to write a file in which a configured secret, a
+// credential it saw in a header, or a key-shaped string appears
+// (cassette.Write).
 //
 // A Recorder is safe for concurrent use.
 type Recorder struct {
 	path       string
 	mode       Mode
 	modeReason string
-	match      Match
-	ignore     []fieldPath
-	ignoreSig  string
+	match      cassette.Match
+	canon      *cassette.Canon
 	cfg        config
-	meta       *CassetteMeta
-	source     *Cassette // what was loaded, for line numbers
-	vcr        *recorder.Recorder
+	meta       *cassette.Meta
+	source     *cassette.Cassette // what was loaded, for line numbers and cached keys
+	vcr        *vcrrecorder.Recorder
 	calls      atomic.Int64
-	pending    sync.Map // call id → captured *cassette.Interaction
+	pending    sync.Map // call id → captured *vcr.Interaction
 
 	mu       sync.Mutex
 	entries  []*entry
@@ -222,7 +197,7 @@ type Recorder struct {
 }
 
 type entry struct {
-	it       *cassette.Interaction
+	it       *vcr.Interaction
 	index    int // position in the loaded file; -1 for new recordings
 	lane     string
 	method   string
@@ -236,10 +211,10 @@ type entry struct {
 
 const callHeader = "X-Dageval-Call"
 
-// NewRecorder opens the cassette at path (conventionally testdata/cassettes/NAME.yaml).
+// New opens the cassette at path (conventionally testdata/cassettes/NAME.yaml).
 // In replay mode the file must exist; record mode starts empty and
 // overwrites it on Stop; record-missing starts from it if it exists.
-func NewRecorder(path string, opts ...Option) (*Recorder, error) {
+func New(path string, opts ...Option) (*Recorder, error) {
 	cfg := config{getenv: os.Getenv}
 	for _, o := range opts {
 		o(&cfg)
@@ -248,21 +223,21 @@ func NewRecorder(path string, opts ...Option) (*Recorder, error) {
 	if err != nil {
 		return nil, err
 	}
-	ignore, err := compileFieldPaths(append(slices.Clone(DefaultIgnoredFields), cfg.ignore...))
+	canon, err := cassette.NewCanon(cfg.ignore...)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.match != "" {
-		if _, err := ParseMatch(string(cfg.match)); err != nil {
+		if _, err := cassette.ParseMatch(string(cfg.match)); err != nil {
 			return nil, err
 		}
 	}
-	r := &Recorder{path: path, mode: mode, modeReason: reason, ignore: ignore, cfg: cfg, ignoreSig: strings.Join(cfg.ignore, "\x00")}
+	r := &Recorder{path: path, mode: mode, modeReason: reason, canon: canon, cfg: cfg}
 	if mode == ModeLive {
 		return r, nil
 	}
 	if mode == ModeReplay || mode == ModeRecordMissing {
-		c, err := loadCassette(path)
+		c, err := cassette.ReadShared(path)
 		switch {
 		case errors.Is(err, os.ErrNotExist) && mode == ModeReplay:
 			hint := "record it with DAGEVAL_RECORD=1"
@@ -284,19 +259,19 @@ func NewRecorder(path string, opts ...Option) (*Recorder, error) {
 	}
 	r.match = cfg.match
 	if r.match == "" {
-		r.match = MatchBody
+		r.match = cassette.MatchBody
 		if r.meta != nil && r.meta.Match != "" {
 			r.match = r.meta.Match
 		}
 	}
 	if mode == ModeRecord || mode == ModeRecordMissing {
 		real := &laneStripper{next: cfg.transport}
-		r.vcr, err = recorder.New(path,
-			recorder.WithMode(recorder.ModeRecordOnly),
-			recorder.WithRealTransport(real),
-			recorder.WithSkipRequestLatency(true),
-			recorder.WithHook(r.capture, recorder.AfterCaptureHook),
-			recorder.WithFS(discardFS{}), // this Recorder saves, with its own checks
+		r.vcr, err = vcrrecorder.New(path,
+			vcrrecorder.WithMode(vcrrecorder.ModeRecordOnly),
+			vcrrecorder.WithRealTransport(real),
+			vcrrecorder.WithSkipRequestLatency(true),
+			vcrrecorder.WithHook(r.capture, vcrrecorder.AfterCaptureHook),
+			vcrrecorder.WithFS(discardFS{}), // this Recorder saves, with its own checks
 		)
 		if err != nil {
 			return nil, err
@@ -305,36 +280,21 @@ func NewRecorder(path string, opts ...Option) (*Recorder, error) {
 	return r, nil
 }
 
-func newEntry(it *cassette.Interaction, index int) *entry {
-	e := &entry{it: it, index: index, method: it.Request.Method, lane: it.Request.Headers.Get(LaneHeader)}
+func newEntry(it *vcr.Interaction, index int) *entry {
+	e := &entry{it: it, index: index, method: it.Request.Method, lane: it.Request.Headers.Get(cassette.LaneHeader)}
 	if u, err := url.Parse(it.Request.URL); err == nil {
 		e.path = u.Path
-		e.query = matchQuery(u)
+		e.query = cassette.MatchQuery(u)
 	}
 	return e
 }
 
-// matchQuery is the query string requests are matched on: sorted, without
-// credentials (which are redacted in the cassette).
-func matchQuery(u *url.URL) string {
-	if u.RawQuery == "" {
-		return ""
-	}
-	q := u.Query()
-	for k := range q {
-		if isSensitiveParam(k) {
-			delete(q, k)
-		}
-	}
-	return q.Encode()
-}
-
-// NewTestRecorder opens the cassette testdata/cassettes/<test name>.yaml for
-// t and stops the recorder when the test ends, failing the test when saving
+// NewTest opens the cassette testdata/cassettes/<test name>.yaml for t and
+// stops the recorder when the test ends, failing the test when saving
 // fails. Re-record with DAGEVAL_RECORD=1 go test -run <test>.
-func NewTestRecorder(t testing.TB, opts ...Option) *Recorder {
+func NewTest(t testing.TB, opts ...Option) *Recorder {
 	t.Helper()
-	r, err := NewRecorder(TestCassettePath(t), opts...)
+	r, err := New(TestCassettePath(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +308,7 @@ func NewTestRecorder(t testing.TB, opts ...Option) *Recorder {
 
 var unsafePathChars = regexp.MustCompile(`[^A-Za-z0-9._/-]+`)
 
-// TestCassettePath is where NewTestRecorder keeps t's cassette: subtests
+// TestCassettePath is where NewTest keeps t's cassette: subtests
 // become subdirectories and other unsafe characters become "_".
 func TestCassettePath(t testing.TB) string {
 	name := unsafePathChars.ReplaceAllString(t.Name(), "_")
@@ -362,7 +322,7 @@ func (r *Recorder) Mode() Mode { return r.mode }
 func (r *Recorder) ModeReason() string { return r.modeReason }
 
 // Match returns the match mode in effect.
-func (r *Recorder) Match() Match { return r.match }
+func (r *Recorder) Match() cassette.Match { return r.match }
 
 // Path returns the cassette file.
 func (r *Recorder) Path() string { return r.path }
@@ -464,19 +424,19 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 		if e.used || (e.lane != lane && e.lane != "") || e.method != req.Method || e.path != req.URL.Path {
 			continue
 		}
-		if r.match == MatchBody {
-			if e.query != matchQuery(req.URL) {
+		if r.match == cassette.MatchBody {
+			if e.query != cassette.MatchQuery(req.URL) {
 				continue
 			}
 			if e.it.Request.Body != string(body) { // compared in place, without copying either side
 				if !keyed {
-					reqKey, keyed = canonicalKey(body, r.ignore), true
+					reqKey, keyed = r.canon.Key(body), true
 				}
 				if !e.keyDone {
 					if e.index >= 0 && r.source != nil {
-						e.key = r.source.requestKey(e.index, r.ignoreSig, r.ignore)
+						e.key = r.source.RequestKey(e.index, r.canon)
 					} else {
-						e.key = canonicalKey([]byte(e.it.Request.Body), r.ignore)
+						e.key = r.canon.Key([]byte(e.it.Request.Body))
 					}
 					e.keyDone = true
 				}
@@ -486,33 +446,9 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 			}
 		}
 		e.used = true
-		return respond(req, e.it)
+		return cassette.Response(req, e.it)
 	}
 	return nil
-}
-
-// respond builds a fresh response from a recorded interaction; nothing the
-// client does to it reaches the cassette.
-func respond(req *http.Request, it *cassette.Interaction) *http.Response {
-	h := it.Response.Headers.Clone()
-	if h == nil {
-		h = http.Header{}
-	}
-	status := it.Response.Status
-	if status == "" {
-		status = statusText(it.Response.Code)
-	}
-	return &http.Response{
-		Status:        status,
-		StatusCode:    it.Response.Code,
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        h,
-		Body:          io.NopCloser(strings.NewReader(it.Response.Body)),
-		ContentLength: int64(len(it.Response.Body)),
-		Request:       req,
-	}
 }
 
 // record sends the request through the go-vcr recorder, which captures the
@@ -527,7 +463,7 @@ func (r *Recorder) record(req *http.Request, lane string, body []byte) (*http.Re
 	}
 	out.Header.Set(callHeader, id)
 	if lane != "" {
-		out.Header.Set(LaneHeader, lane)
+		out.Header.Set(cassette.LaneHeader, lane)
 	}
 	resp, err := r.vcr.RoundTrip(out)
 	captured, ok := r.pending.LoadAndDelete(id)
@@ -538,35 +474,23 @@ func (r *Recorder) record(req *http.Request, lane string, body []byte) (*http.Re
 	if !ok {
 		return nil, fmt.Errorf("fakes: internal error: exchange %s was not captured", id)
 	}
-	it := captured.(*cassette.Interaction)
+	it := captured.(*vcr.Interaction)
 	e := newEntry(it, -1)
 	e.used, e.recorded = true, true
 	r.mu.Lock()
 	r.entries = append(r.entries, e)
 	r.mu.Unlock()
-	return respond(req, it), nil
+	return cassette.Response(req, it), nil
 }
 
 // capture runs inside go-vcr right after an exchange was captured, before
 // the interaction is stored anywhere: it redacts credentials and drops what
 // would make the file differ between recordings.
-func (r *Recorder) capture(i *cassette.Interaction) error {
+func (r *Recorder) capture(i *vcr.Interaction) error {
 	id := i.Request.Headers.Get(callHeader)
-	reqH := i.Request.Headers.Clone()
-	reqH.Del(callHeader)
-	seen := append(headerSecrets(reqH), headerSecrets(i.Response.Headers)...)
-	i.Request.Headers = redactHeaders(reqH, r.cfg.redactHeaders, true)
-	i.Response.Headers = redactHeaders(i.Response.Headers, r.cfg.redactHeaders, true)
-	var qs []string
-	i.Request.URL, qs = redactURL(i.Request.URL)
-	seen = append(seen, qs...)
-	for k, vals := range i.Request.Form {
-		if isSensitiveParam(k) {
-			for j := range vals {
-				vals[j] = Redacted
-			}
-		}
-	}
+	i.Request.Headers = i.Request.Headers.Clone()
+	i.Request.Headers.Del(callHeader)
+	seen := cassette.Redact(i, r.cfg.redactHeaders)
 	i.Response.Duration = 0
 	if host := r.cfg.recordedHost; host != "" {
 		if u, err := url.Parse(i.Request.URL); err == nil {
@@ -584,7 +508,7 @@ func (r *Recorder) capture(i *cassette.Interaction) error {
 
 // Stop ends the session. In record and record-missing modes it saves the
 // cassette, unless a secret would be written, in which case it returns a
-// *SecretError and leaves the file as it was.
+// *cassette.SecretError and leaves the file as it was.
 func (r *Recorder) Stop() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -601,11 +525,11 @@ func (r *Recorder) Stop() error {
 	default:
 		return nil
 	}
-	c := &Cassette{Version: cassette.CassetteFormatVersion, Meta: r.meta, Path: r.path}
+	c := &cassette.Cassette{Version: vcr.CassetteFormatVersion, Meta: r.meta, Path: r.path}
 	if r.mode == ModeRecord {
 		c.Meta = nil
-		if r.cfg.match == MatchOrder {
-			c.Meta = &CassetteMeta{Match: MatchOrder}
+		if r.cfg.match == cassette.MatchOrder {
+			c.Meta = &cassette.Meta{Match: cassette.MatchOrder}
 		}
 	}
 	for _, e := range r.entries {
@@ -616,59 +540,16 @@ func (r *Recorder) Stop() error {
 
 func (r *Recorder) secretValues() []string {
 	vals := append(slices.Clone(r.cfg.secrets), r.observed...)
-	for _, name := range append(slices.Clone(DefaultSecretEnv), r.cfg.secretEnv...) {
-		if v := r.cfg.getenv(name); v != "" {
-			vals = append(vals, v)
-		}
-	}
-	return vals
+	return append(vals, cassette.EnvSecrets(r.cfg.getenv, r.cfg.secretEnv...)...)
 }
 
-// SecretError reports why a cassette was not written. It names where each
-// finding is, never the secret.
-type SecretError struct {
-	Path     string
-	Findings []string
-}
-
-func (e *SecretError) Error() string {
-	return fmt.Sprintf("fakes: refusing to write %s: it would contain secrets:\n  %s", e.Path, strings.Join(e.Findings, "\n  "))
-}
-
-func (r *Recorder) save(c *Cassette) error {
-	scan := newSecretScanner(r.secretValues())
-	var findings []string
-	for i, it := range c.Interactions {
-		for _, f := range scan.interaction(it) {
-			findings = append(findings, fmt.Sprintf("interaction %d (%s %s): %s", i, it.Request.Method, urlPath(it.Request.URL), f))
-		}
+func (r *Recorder) save(c *cassette.Cassette) error {
+	err := cassette.Write(r.path, c, r.secretValues())
+	var secret *cassette.SecretError
+	if err == nil || errors.As(err, &secret) {
+		return err
 	}
-	data, err := c.Marshal()
-	if err != nil {
-		return fmt.Errorf("fakes: encoding %s: %w", r.path, err)
-	}
-	if len(findings) == 0 {
-		// The file as a whole, in case encoding put a value somewhere unexpected.
-		for _, f := range scan.text("cassette file", string(data)) {
-			findings = append(findings, f.String())
-		}
-	}
-	if len(findings) > 0 {
-		return &SecretError{Path: r.path, Findings: findings}
-	}
-	if err := fileutil.WriteFileAtomic(r.path, data); err != nil {
-		return fmt.Errorf("fakes: writing cassette: %w", err)
-	}
-	return nil
-}
-
-// urlPath is the path of a URL, which is safe to print where the query may
-// hold a secret.
-func urlPath(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Path
-	}
-	return "(unparseable URL)"
+	return fmt.Errorf("fakes: writing cassette: %w", err)
 }
 
 // laneStripper removes dageval's bookkeeping headers before a recorded
@@ -678,7 +559,7 @@ type laneStripper struct{ next http.RoundTripper }
 func (s *laneStripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	out := req.Clone(req.Context())
 	out.Header.Del(callHeader)
-	out.Header.Del(LaneHeader)
+	out.Header.Del(cassette.LaneHeader)
 	next := s.next
 	if next == nil {
 		next = http.DefaultTransport

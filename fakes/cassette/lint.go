@@ -1,4 +1,4 @@
-package fakes
+package cassette
 
 import (
 	"encoding/json"
@@ -20,11 +20,11 @@ const (
 	CheckUnreachable = "unreachable" // replay can never hand an interaction out
 )
 
-// LintOptions configures LintFile and LintCassette.
+// LintOptions configures LintFile and Lint.
 type LintOptions struct {
 	// Match overrides the match mode the cassette declares (body by default).
 	Match Match
-	// IgnoreFields are extra request-body paths ignored when matching, as in WithIgnoreFields.
+	// IgnoreFields are extra request-body paths ignored when matching (see NewCanon).
 	IgnoreFields []string
 	// Secrets are values (e.g. the API keys in the environment) that must
 	// appear nowhere; values shorter than 8 characters are not searched for.
@@ -68,7 +68,7 @@ func LintFile(path string, opts LintOptions) ([]Problem, error) {
 		pe := asParseError(path, err)
 		return []Problem{{File: path, Line: pe.Line, Interaction: -1, Check: CheckParse, Message: pe.Msg}}, nil
 	}
-	return LintCassette(c, opts), nil
+	return Lint(c, opts), nil
 }
 
 // parseAnyCassette tells vcrpy (version 1) from go-vcr (version 2) files.
@@ -79,10 +79,10 @@ func parseAnyCassette(path string, data []byte) (*Cassette, error) {
 	if err := yaml.Unmarshal(data, &probe); err == nil && fmt.Sprint(probe.Version) == "1" {
 		return parseVCRPy(path, data, false)
 	}
-	return ParseCassette(path, data)
+	return Parse(path, data)
 }
 
-// LintCassette checks a parsed cassette:
+// Lint checks a parsed cassette:
 //
 //   - parse: every interaction has a parseable URL; JSON request and
 //     response bodies parse; every data line of an SSE response parses.
@@ -102,7 +102,7 @@ func parseAnyCassette(path string, data []byte) (*Cassette, error) {
 //     two turns apart. In order mode nothing is unreachable: the n-th request
 //     for a route in a lane gets the n-th interaction for it, whatever the
 //     bodies say.
-func LintCassette(c *Cassette, opts LintOptions) []Problem {
+func Lint(c *Cassette, opts LintOptions) []Problem {
 	var probs []Problem
 	add := func(i int, check, format string, args ...any) {
 		line := 0
@@ -115,7 +115,7 @@ func LintCassette(c *Cassette, opts LintOptions) []Problem {
 	if match == "" {
 		match = c.MatchMode()
 	}
-	ignore, err := compileFieldPaths(append(slices.Clone(DefaultIgnoredFields), opts.IgnoreFields...))
+	canon, err := NewCanon(opts.IgnoreFields...)
 	if err != nil {
 		add(-1, CheckParse, "ignore fields: %v", err)
 		return probs
@@ -147,8 +147,8 @@ func LintCassette(c *Cassette, opts LintOptions) []Problem {
 		cur := seen{
 			lane:     it.Request.Headers.Get(LaneHeader),
 			route:    it.Request.Method + " " + u.Path,
-			query:    matchQuery(u),
-			key:      canonicalKey([]byte(it.Request.Body), ignore),
+			query:    MatchQuery(u),
+			key:      canon.Key([]byte(it.Request.Body)),
 			code:     it.Response.Code,
 			respBody: it.Response.Body,
 		}
@@ -201,25 +201,17 @@ func bodyProblems(what, contentType, body string) []string {
 	return nil
 }
 
-// envSecrets returns the values of the named variables (DefaultSecretEnv when none).
-func envSecrets(getenv func(string) string, names ...string) []string {
+// EnvSecrets returns the values of DefaultSecretEnv and the extra variables
+// named (nil getenv means os.Getenv), for LintOptions.Secrets and Write.
+func EnvSecrets(getenv func(string) string, extra ...string) []string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if len(names) == 0 {
-		names = DefaultSecretEnv
-	}
 	var out []string
-	for _, n := range names {
+	for _, n := range append(slices.Clone(DefaultSecretEnv), extra...) {
 		if v := getenv(n); v != "" {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-// EnvSecrets returns the values of DefaultSecretEnv and the extra variables
-// named, for LintOptions.Secrets.
-func EnvSecrets(getenv func(string) string, extra ...string) []string {
-	return envSecrets(getenv, append(slices.Clone(DefaultSecretEnv), extra...)...)
 }

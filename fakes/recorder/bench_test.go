@@ -1,4 +1,4 @@
-package fakes_test
+package recorder_test
 
 import (
 	"bytes"
@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/fakes/recorder"
 )
 
 // conversationTurns is the length of the benchmarked conversation.
@@ -59,14 +62,14 @@ func recordConversation(b *testing.B, bodies []string) string {
 	for turn := 1; turn <= conversationTurns; turn++ {
 		steps = append(steps, fakes.Calls(fmt.Sprintf("Step %d: reading the next file.", turn), fakes.Call("tool_1", map[string]string{"path": fmt.Sprintf("/notes/%d.md", turn)})))
 	}
-	srv := fakes.NewServer(fakes.NewScripted(steps...))
+	srv := llmserver.NewServer(fakes.NewScripted(steps...))
 	defer srv.Close()
 	path := filepath.Join(b.TempDir(), "conversation.yaml")
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRecordedHost("api.anthropic.com"))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost("api.anthropic.com"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := fakes.WithLane(context.Background(), "main")
+	ctx := recorder.WithLane(context.Background(), "main")
 	for _, body := range bodies {
 		if err := send(ctx, rec.Client(), srv.URL+"/v1/messages", body); err != nil {
 			b.Fatal(err)
@@ -130,10 +133,10 @@ func BenchmarkReplayConversation(b *testing.B) {
 		{"canonicalised", reordered},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			ctx := fakes.WithLane(context.Background(), "main")
+			ctx := recorder.WithLane(context.Background(), "main")
 			b.ReportAllocs()
 			for b.Loop() {
-				rec, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+				rec, err := recorder.New(path, recorder.WithGetenv(noEnv))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -165,7 +168,7 @@ func BenchmarkLoadConversationCassette(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := fakes.ParseCassette(path, data); err != nil {
+		if _, err := cassette.Parse(path, data); err != nil {
 			b.Fatal(err)
 		}
 	}

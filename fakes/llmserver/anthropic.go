@@ -1,4 +1,4 @@
-package fakes
+package llmserver
 
 import (
 	"encoding/json"
@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/internal/pieces"
 	"github.com/dageval/dageval/harness/llm"
 )
 
 // anthropicAPI speaks the Anthropic Messages API.
 type anthropicAPI struct{}
 
-func (anthropicAPI) name() string { return APIAnthropicMessages }
+func (anthropicAPI) name() string { return cassette.APIAnthropicMessages }
 
 func (anthropicAPI) checkAuth(r *http.Request, want string) *apiError {
 	key := r.Header.Get("X-Api-Key")
@@ -695,14 +697,14 @@ func (anthropicAPI) write(w *responseWriter, call ServedCall, _ any, resp *llm.R
 		}
 		switch v := b.(type) {
 		case antTextOut:
-			for _, piece := range splitWords(v.Text) {
+			for _, piece := range pieces.Words(v.Text) {
 				s.add("content_block_delta", delta{"content_block_delta", i, struct {
 					Type string `json:"type"`
 					Text string `json:"text"`
 				}{"text_delta", piece}})
 			}
 		case antThinkingOut:
-			for _, piece := range splitWords(v.Thinking) {
+			for _, piece := range pieces.Words(v.Thinking) {
 				s.add("content_block_delta", delta{"content_block_delta", i, struct {
 					Type     string `json:"type"`
 					Thinking string `json:"thinking"`

@@ -1,4 +1,4 @@
-package fakes
+package llmserver
 
 import (
 	"bytes"
@@ -16,20 +16,18 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/harness/llm"
-)
-
-// The wire APIs a Server speaks, as reported in ServedCall and ServedRequest.
-const (
-	APIAnthropicMessages = "anthropic-messages"      // POST /v1/messages
-	APIOpenAIChat        = "openai-chat-completions" // POST /v1/chat/completions
-	APIOpenAIResponses   = "openai-responses"        // POST /v1/responses
 )
 
 // Server is a local model provider: it speaks the Anthropic Messages API and
 // the OpenAI Chat Completions and Responses APIs (JSON and SSE streaming),
-// and answers with any llm.ChatModel, typically a Scripted or RuleModel.
-// Point an SDK at URL (Anthropic) or OpenAIBaseURL (OpenAI) with any API key.
+// and answers with any llm.ChatModel, typically a fakes.Scripted or
+// fakes.RuleModel. Point an SDK at URL (Anthropic) or OpenAIBaseURL (OpenAI)
+// with any API key. ServedCall and ServedRequest name the API of a call
+// (cassette.APIAnthropicMessages, cassette.APIOpenAIChat or
+// cassette.APIOpenAIResponses).
 //
 // It decodes each request strictly into an llm.Request, as the real APIs
 // do: unknown fields, wrong types, empty text blocks, tool calls without
@@ -43,13 +41,13 @@ const (
 // How llm.Response maps to the wire: the message's blocks come first, in
 // order (thinking, redacted thinking, text), then its tool calls; Usage
 // is reported as is (OpenAI's prompt tokens add cache reads and writes to
-// InputTokens); an empty Usage is estimated with ApproxUsage; tool calls
+// InputTokens); an empty Usage is estimated with fakes.ApproxUsage; tool calls
 // without an id get one; a StopSequence answer reports
 // Message.Metadata["stop_sequence"] as the sequence that matched. Streams
 // split text at spaces and tool arguments into three pieces.
 type Server struct {
-	// URL is the base URL of a server started by NewServer, e.g.
-	// http://127.0.0.1:41234; empty for NewHandler.
+	// URL is the base URL of a started server, e.g. http://127.0.0.1:41234;
+	// empty until Start.
 	URL string
 
 	model      llm.ChatModel
@@ -68,15 +66,15 @@ type Server struct {
 	seedSeen map[uint64]int
 }
 
-// ServerOption configures a Server.
-type ServerOption func(*Server)
+// Option configures a Server.
+type Option func(*Server)
 
-// WithServerAPIKey makes the server accept only this key (any non-empty key otherwise).
-func WithServerAPIKey(key string) ServerOption { return func(s *Server) { s.apiKey = key } }
+// WithAPIKey makes the server accept only this key (any non-empty key otherwise).
+func WithAPIKey(key string) Option { return func(s *Server) { s.apiKey = key } }
 
 // WithModelFor answers requests for the wire model name (the request's
 // "model" field) with m; other names go to the server's default model.
-func WithModelFor(name string, m llm.ChatModel) ServerOption {
+func WithModelFor(name string, m llm.ChatModel) Option {
 	return func(s *Server) {
 		if s.models == nil {
 			s.models = map[string]llm.ChatModel{}
@@ -87,14 +85,15 @@ func WithModelFor(name string, m llm.ChatModel) ServerOption {
 
 // WithStreamDelay pauses between SSE events, so a client's incremental
 // handling and cancellation can be observed.
-func WithStreamDelay(d time.Duration) ServerOption { return func(s *Server) { s.streamWait = d } }
+func WithStreamDelay(d time.Duration) Option { return func(s *Server) { s.streamWait = d } }
 
 // WithCreatedTime sets the creation timestamp responses report
 // (2026-01-01T00:00:00Z by default; never the wall clock).
-func WithCreatedTime(t time.Time) ServerOption { return func(s *Server) { s.created = t } }
+func WithCreatedTime(t time.Time) Option { return func(s *Server) { s.created = t } }
 
-// NewHandler returns a Server that is not listening; mount it as an http.Handler.
-func NewHandler(model llm.ChatModel, opts ...ServerOption) *Server {
+// NewUnstartedServer returns a Server that is not listening, like
+// httptest.NewUnstartedServer: call Start, or mount it as an http.Handler.
+func NewUnstartedServer(model llm.ChatModel, opts ...Option) *Server {
 	s := &Server{
 		model:    model,
 		created:  time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -110,18 +109,27 @@ func NewHandler(model llm.ChatModel, opts ...ServerOption) *Server {
 
 // NewServer starts a Server on a loopback port, like httptest.NewServer.
 // Close it when done.
-func NewServer(model llm.ChatModel, opts ...ServerOption) *Server {
-	s := NewHandler(model, opts...)
+func NewServer(model llm.ChatModel, opts ...Option) *Server {
+	s := NewUnstartedServer(model, opts...)
+	s.Start()
+	return s
+}
+
+// Start starts a server from NewUnstartedServer on a loopback port and sets
+// URL. It panics if the server was already started.
+func (s *Server) Start() {
+	if s.ts != nil {
+		panic("llmserver: Server already started")
+	}
 	s.ts = httptest.NewServer(s)
 	s.URL = s.ts.URL
-	return s
 }
 
 // OpenAIBaseURL is the base URL for OpenAI clients, which append paths such
 // as "chat/completions" to a base that ends in /v1.
 func (s *Server) OpenAIBaseURL() string { return s.URL + "/v1" }
 
-// Close stops a server started by NewServer, releasing stalled requests first.
+// Close stops a started server, releasing stalled requests first.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closed) })
 	if s.ts != nil {
@@ -239,12 +247,12 @@ func missingParam(param string) *apiError {
 }
 
 func (s *Server) route(path string) wireAPI {
-	switch {
-	case strings.HasSuffix(path, "/v1/messages"):
+	switch cassette.APIOf(path) {
+	case cassette.APIAnthropicMessages:
 		return anthropicAPI{}
-	case strings.HasSuffix(path, "/chat/completions"):
+	case cassette.APIOpenAIChat:
 		return chatAPI{}
-	case strings.HasSuffix(path, "/responses"):
+	case cassette.APIOpenAIResponses:
 		return responsesAPI{}
 	}
 	return nil
@@ -271,7 +279,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls++
 	call := ServedCall{API: api.name(), Call: s.calls}
 	fault, faulted := s.faults[call.Call]
-	rec := ServedRequest{Call: call.Call, API: call.API, Path: r.URL.Path, Header: redactHeaders(r.Header, nil, false), Body: body}
+	rec := ServedRequest{Call: call.Call, API: call.API, Path: r.URL.Path, Header: cassette.RedactHeaders(r.Header), Body: body}
 	s.served = append(s.served, rec)
 	idx := len(s.served) - 1
 	ids := s.idsFor(api.name(), body)
@@ -438,7 +446,7 @@ func completeResponse(req *llm.Request, resp *llm.Response, ids *idSource) *llm.
 		}
 	}
 	if out.Usage.IsZero() {
-		out.Usage = ApproxUsage(req, &out)
+		out.Usage = fakes.ApproxUsage(req, &out)
 	}
 	return &out
 }

@@ -1,4 +1,4 @@
-package fakes
+package llmserver
 
 import (
 	"encoding/json"
@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/internal/pieces"
 	"github.com/dageval/dageval/harness/llm"
 )
 
 // chatAPI speaks the OpenAI Chat Completions API.
 type chatAPI struct{}
 
-func (chatAPI) name() string { return APIOpenAIChat }
+func (chatAPI) name() string { return cassette.APIOpenAIChat }
 
 // openAIAuth accepts "Authorization: Bearer" and Azure's api-key header.
 func openAIAuth(r *http.Request, want string) *apiError {
@@ -669,7 +671,7 @@ func (chatAPI) write(w *responseWriter, call ServedCall, wireReq any, resp *llm.
 	}
 	empty := ""
 	add(choice{Delta: delta{Role: "assistant", Content: &empty}})
-	for _, piece := range splitWords(text) {
+	for _, piece := range pieces.Words(text) {
 		p := piece
 		add(choice{Delta: delta{Content: &p}})
 	}

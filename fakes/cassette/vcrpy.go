@@ -1,4 +1,4 @@
-package fakes
+package cassette
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v4"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // ImportVCRPyFile reads a vcrpy cassette (.yaml, or gzip-compressed
@@ -74,8 +74,8 @@ func parseVCRPy(name string, data []byte, redact bool) (*Cassette, error) {
 		return nil, p.errf(seq, "interactions", "want a list")
 	}
 	c := &Cassette{
-		Version: cassette.CassetteFormatVersion,
-		Meta:    &CassetteMeta{Match: MatchOrder, Source: "vcrpy: " + filepath.Base(name)},
+		Version: vcr.CassetteFormatVersion,
+		Meta:    &Meta{Match: MatchOrder, Source: "vcrpy: " + filepath.Base(name)},
 		Path:    name,
 	}
 	for i, n := range seq.Content {
@@ -99,7 +99,7 @@ func (p vcrpyParser) redactHeaders(h http.Header) http.Header {
 	if !p.redact {
 		return h
 	}
-	return redactHeaders(h, nil, false)
+	return RedactHeaders(h)
 }
 
 func (p vcrpyParser) errf(n *yaml.Node, field, format string, args ...any) error {
@@ -121,7 +121,7 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-func (p vcrpyParser) interaction(n *yaml.Node, at string) (*cassette.Interaction, error) {
+func (p vcrpyParser) interaction(n *yaml.Node, at string) (*vcr.Interaction, error) {
 	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
 		return nil, p.errf(n, at, "want a mapping with request and response")
@@ -133,7 +133,7 @@ func (p vcrpyParser) interaction(n *yaml.Node, at string) (*cassette.Interaction
 	if respN == nil || respN.Kind != yaml.MappingNode {
 		return nil, p.errf(n, at+".response", "missing or not a mapping")
 	}
-	it := &cassette.Interaction{}
+	it := &vcr.Interaction{}
 
 	// Request.
 	method, err := p.scalar(reqN, at+".request", "method", true)
@@ -167,7 +167,7 @@ func (p vcrpyParser) interaction(n *yaml.Node, at string) (*cassette.Interaction
 	if p.redact {
 		redURL, _ = redactURL(uri)
 	}
-	it.Request = cassette.Request{
+	it.Request = vcr.Request{
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		ContentLength: int64(len(reqBody)),
 		Host:          host,
@@ -212,7 +212,7 @@ func (p vcrpyParser) interaction(n *yaml.Node, at string) (*cassette.Interaction
 	if msg != "" {
 		status = fmt.Sprintf("%d %s", code, msg)
 	}
-	it.Response = cassette.Response{
+	it.Response = vcr.Response{
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		TransferEncoding: te,
 		ContentLength:    int64(len(respBody)),

@@ -1,9 +1,11 @@
-package fakes
+package cassette
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,6 +14,50 @@ import (
 // runs of the same conversation and therefore never take part in matching:
 // per-user and per-run tags that say nothing about what the model is asked.
 var DefaultIgnoredFields = []string{"metadata", "user", "prompt_cache_key", "safety_identifier"}
+
+// Canon is how replay compares request bodies: as compact JSON with sorted
+// keys and the ignored fields removed, so that key order, whitespace and
+// per-run tags do not make an unchanged request miss.
+type Canon struct {
+	paths []fieldPath
+	// sig identifies the ignore paths, for caching keys per Canon.
+	sig string
+}
+
+// NewCanon ignores DefaultIgnoredFields and the extra paths. A path is
+// dot-separated field names where "*" stands for any field or array index
+// and a leading "**" for any depth: "temperature",
+// "messages.*.content.*.cache_control", "**.cache_control".
+func NewCanon(extra ...string) (*Canon, error) {
+	paths, err := compileFieldPaths(append(slices.Clone(DefaultIgnoredFields), extra...))
+	if err != nil {
+		return nil, err
+	}
+	return &Canon{paths: paths, sig: strings.Join(extra, "\x00")}, nil
+}
+
+// Key is the string requests are matched on: compact JSON with sorted keys
+// and ignored fields removed, or the raw body when it is not JSON.
+func (c *Canon) Key(body []byte) string { return canonicalKey(body, c.paths) }
+
+// Indent renders a body for a diff: indented canonical JSON, so that a
+// changed field shows up as a changed line, or the raw text.
+func (c *Canon) Indent(body []byte) string { return prettyBody(body, c.paths) }
+
+// MatchQuery is the query string requests are matched on: sorted, without
+// credentials (which are redacted in the cassette).
+func MatchQuery(u *url.URL) string {
+	if u.RawQuery == "" {
+		return ""
+	}
+	q := u.Query()
+	for k := range q {
+		if isSensitiveParam(k) {
+			delete(q, k)
+		}
+	}
+	return q.Encode()
+}
 
 // fieldPath is a compiled ignore path: dot-separated segments where "*"
 // stands for any object key or array index and "**" for any number of levels.

@@ -1,9 +1,8 @@
-package fakes_test
+package cassette_test
 
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"os"
@@ -14,12 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v4"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 )
 
-const thirdParty = "../cassettes/thirdparty/pydantic-ai"
+const thirdParty = "../../cassettes/thirdparty/pydantic-ai"
 
 func pydanticRecordings(t *testing.T) []string {
 	t.Helper()
@@ -54,11 +53,11 @@ func TestImportPydanticRecordings(t *testing.T) {
 				mine, _ := os.ReadFile(f)
 				assert.Equal(t, string(orig), string(mine), "the third-party copy was edited")
 			}
-			c, err := fakes.ImportVCRPyFile(f)
+			c, err := cassette.ImportVCRPyFile(f)
 			require.NoError(t, err)
-			assert.Equal(t, fakes.MatchOrder, c.MatchMode())
-			assert.Empty(t, fakes.LintCassette(c, fakes.LintOptions{}), "imported cassettes lint clean")
-			assert.Empty(t, fakes.LintCassette(c, fakes.LintOptions{Match: fakes.MatchBody}), "and would in body mode too")
+			assert.Equal(t, cassette.MatchOrder, c.MatchMode())
+			assert.Empty(t, cassette.Lint(c, cassette.LintOptions{}), "imported cassettes lint clean")
+			assert.Empty(t, cassette.Lint(c, cassette.LintOptions{Match: cassette.MatchBody}), "and would in body mode too")
 
 			data, err := c.Marshal()
 			require.NoError(t, err)
@@ -68,7 +67,7 @@ func TestImportPydanticRecordings(t *testing.T) {
 			assert.Equal(t, string(want), string(data), "import output changed; regenerate %s if intended", golden)
 
 			// go-vcr loads the imported file as it is.
-			gc, err := cassette.Load(strings.TrimSuffix(golden, ".yaml"))
+			gc, err := vcr.Load(strings.TrimSuffix(golden, ".yaml"))
 			require.NoError(t, err)
 			require.Len(t, gc.Interactions, len(c.Interactions))
 
@@ -100,8 +99,8 @@ func TestImportPydanticRecordings(t *testing.T) {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestImportKeepsValuesFaithfully(t *testing.T) {
-	load := func(rel string) *fakes.Cassette {
-		c, err := fakes.ImportVCRPyFile(filepath.Join(thirdParty, rel))
+	load := func(rel string) *cassette.Cassette {
+		c, err := cassette.ImportVCRPyFile(filepath.Join(thirdParty, rel))
 		require.NoError(t, err)
 		return c
 	}
@@ -121,8 +120,8 @@ func TestImportKeepsValuesFaithfully(t *testing.T) {
 	c = load("test_openai_responses/test_tool_output.yaml")
 	assert.Contains(t, c.Interactions[0].Response.Body, `"temperature":1.0`, "numbers keep their text")
 	assert.Contains(t, c.Interactions[0].Response.Body, `"description":null`)
-	assert.Equal(t, []string{fakes.Redacted}, c.Interactions[1].Request.Headers.Values("Cookie"))
-	assert.Equal(t, []string{fakes.Redacted}, c.Interactions[0].Response.Headers.Values("Openai-Organization"))
+	assert.Equal(t, []string{cassette.Redacted}, c.Interactions[1].Request.Headers.Values("Cookie"))
+	assert.Equal(t, []string{cassette.Redacted}, c.Interactions[0].Response.Headers.Values("Openai-Organization"))
 
 	c = load("test_openrouter/test_openrouter_tool_calling.yaml")
 	assert.Contains(t, c.Interactions[0].Response.Body, `"arguments":"{\"numerator\": 123, \"denominator\": 456, \"on_inf\": \"infinity\"}"`)
@@ -143,14 +142,14 @@ func TestImportGzip(t *testing.T) {
 	gz := filepath.Join(t.TempDir(), "test_multiple_agent_tool_calls.yaml.gz")
 	require.NoError(t, os.WriteFile(gz, buf.Bytes(), 0o644))
 
-	plain, err := fakes.ImportVCRPyFile(src)
+	plain, err := cassette.ImportVCRPyFile(src)
 	require.NoError(t, err)
-	zipped, err := fakes.ImportVCRPyFile(gz)
+	zipped, err := cassette.ImportVCRPyFile(gz)
 	require.NoError(t, err)
 	assert.Equal(t, plain.Interactions, zipped.Interactions)
 	assert.Equal(t, "vcrpy: test_multiple_agent_tool_calls.yaml.gz", zipped.Meta.Source)
 
-	probs, err := fakes.LintFile(gz, fakes.LintOptions{})
+	probs, err := cassette.LintFile(gz, cassette.LintOptions{})
 	require.NoError(t, err)
 	assert.NotEmpty(t, probs, "lint reads .yaml.gz too, and finds the unredacted cookies")
 }
@@ -179,7 +178,7 @@ func TestImportDecodesCompressedBinaryBodies(t *testing.T) {
     status: {code: 200, message: OK}
 version: 1
 `
-	c, err := fakes.ImportVCRPy("inline.yaml", []byte(doc))
+	c, err := cassette.ImportVCRPy("inline.yaml", []byte(doc))
 	require.NoError(t, err)
 	it := c.Interactions[0]
 	assert.Equal(t, `{"ok":true}`, it.Response.Body)
@@ -188,9 +187,9 @@ version: 1
 	assert.Equal(t, int64(11), it.Response.ContentLength)
 	assert.Equal(t, "POST", it.Request.Method)
 	assert.Equal(t, `{"q":1}`, it.Request.Body)
-	assert.Equal(t, fakes.Redacted, it.Request.Headers.Get("Authorization"))
+	assert.Equal(t, cassette.Redacted, it.Request.Headers.Get("Authorization"))
 	assert.Equal(t, "https://api.example.com/v1/chat/completions?key=REDACTED", it.Request.URL)
-	assert.Empty(t, fakes.LintCassette(c, fakes.LintOptions{}))
+	assert.Empty(t, cassette.Lint(c, cassette.LintOptions{}))
 }
 
 func TestImportErrorsNameFileAndLine(t *testing.T) {
@@ -217,35 +216,9 @@ func TestImportErrorsNameFileAndLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := fakes.ImportVCRPy("in.yaml", []byte(tt.doc))
+			_, err := cassette.ImportVCRPy("in.yaml", []byte(tt.doc))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
-}
-
-func TestReplayImportedRecordingInOrder(t *testing.T) {
-	path := filepath.Join(thirdParty, "imported/test_anthropic/test_anthropic_tool_output.yaml")
-	rec, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithRealTransport(&countingTransport{}))
-	require.NoError(t, err)
-	assert.Equal(t, fakes.MatchOrder, rec.Match(), "imported cassettes declare order matching")
-	c := rec.Client() // a plain http.Client; the bodies dageval sends differ from pydantic-ai's
-	ctx := fakes.WithLane(context.Background(), "main")
-	first := mustPost(t, ctx, c, "https://api.anthropic.com/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"What is the largest city in the user country?"}]}`)
-	assert.Contains(t, first.body, `"name":"get_user_country"`)
-	second := mustPost(t, ctx, c, "https://api.anthropic.com/v1/messages", `{"something":"else entirely"}`)
-	assert.Contains(t, second.body, `"input":{"city":"Mexico City","country":"Mexico"}`)
-	assert.Equal(t, "application/json", second.header.Get("Content-Type"))
-	_, err = post(t, ctx, c, "https://api.anthropic.com/v1/messages", `{}`)
-	require.ErrorContains(t, err, "already replayed")
-	require.ErrorContains(t, err, "match order")
-
-	// Streamed recordings replay their SSE body unchanged.
-	path = filepath.Join(thirdParty, "imported/test_anthropic/test_anthropic_model_thinking_part_stream.yaml")
-	rec, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
-	require.NoError(t, err)
-	r := mustPost(t, ctx, rec.Client(), "https://api.anthropic.com/v1/messages", `{"stream":true}`)
-	assert.True(t, strings.HasPrefix(r.body, "event: message_start\n"))
-	assert.Contains(t, r.body, `"type":"signature_delta"`)
-	assert.Contains(t, r.body, "event: message_stop\n")
 }

@@ -1,4 +1,4 @@
-package fakes_test
+package recorder_test
 
 import (
 	"path/filepath"
@@ -7,27 +7,27 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/provider"
 )
 
 func TestProviderConfigFollowsTheMode(t *testing.T) {
-	imported := filepath.Join("..", "cassettes", "thirdparty", "pydantic-ai", "imported", "test_openai", "test_text_response.yaml")
+	imported := filepath.Join("..", "..", "cassettes", "thirdparty", "pydantic-ai", "imported", "test_openai", "test_text_response.yaml")
 	base := provider.Config{Timeout: 42, Retry: provider.RetryPolicy{MaxAttempts: 5, InitialBackoff: 7}, Headers: map[string]string{"X-A": "b"}}
 	tests := []struct {
-		mode     fakes.Mode
+		mode     recorder.Mode
 		path     string
 		replay   bool
 		attempts int
 	}{
-		{fakes.ModeReplay, imported, true, 1},
-		{fakes.ModeRecord, filepath.Join(t.TempDir(), "new.yaml"), false, 1},
-		{fakes.ModeRecordMissing, filepath.Join(t.TempDir(), "new.yaml"), false, 1},
-		{fakes.ModeLive, "", false, 5},
+		{recorder.ModeReplay, imported, true, 1},
+		{recorder.ModeRecord, filepath.Join(t.TempDir(), "new.yaml"), false, 1},
+		{recorder.ModeRecordMissing, filepath.Join(t.TempDir(), "new.yaml"), false, 1},
+		{recorder.ModeLive, "", false, 5},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.mode), func(t *testing.T) {
-			rec, err := fakes.NewRecorder(tt.path, fakes.WithMode(tt.mode), fakes.WithGetenv(noEnv))
+			rec, err := recorder.New(tt.path, recorder.WithMode(tt.mode), recorder.WithGetenv(noEnv))
 			require.NoError(t, err)
 			defer rec.Stop()
 			c := rec.ProviderConfig(base)
@@ -41,10 +41,4 @@ func TestProviderConfigFollowsTheMode(t *testing.T) {
 			assert.Equal(t, "b", base.Headers["X-A"], "base is not shared")
 		})
 	}
-}
-
-func TestRedactURL(t *testing.T) {
-	assert.Equal(t, "https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?alt=sse&key=REDACTED",
-		fakes.RedactURL("https://generativelanguage.googleapis.com/v1beta/models/g:generateContent?key=AIzaSyA-secret&alt=sse"))
-	assert.Equal(t, "https://api.anthropic.com/v1/messages?beta=true", fakes.RedactURL("https://api.anthropic.com/v1/messages?beta=true"))
 }

@@ -1,4 +1,4 @@
-package fakes_test
+package cassette_test
 
 import (
 	"net/http"
@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
 )
 
 // ix builds an interaction for lint tests.
@@ -23,13 +23,13 @@ type ix struct {
 	respHeader                 http.Header
 }
 
-func (x ix) interaction() *cassette.Interaction {
+func (x ix) interaction() *vcr.Interaction {
 	h := http.Header{"Content-Type": {"application/json"}}
 	for k, v := range x.reqHeader {
 		h[k] = v
 	}
 	if x.lane != "" {
-		h.Set(fakes.LaneHeader, x.lane)
+		h.Set(cassette.LaneHeader, x.lane)
 	}
 	rh := http.Header{"Content-Type": {"application/json"}}
 	if x.respType != "" {
@@ -50,22 +50,22 @@ func (x ix) interaction() *cassette.Interaction {
 	if x.respBody == "" {
 		x.respBody = `{"ok":true}`
 	}
-	return &cassette.Interaction{
-		Request:  cassette.Request{Method: x.method, URL: x.url, Body: x.reqBody, Headers: h},
-		Response: cassette.Response{Code: x.code, Body: x.respBody, Headers: rh},
+	return &vcr.Interaction{
+		Request:  vcr.Request{Method: x.method, URL: x.url, Body: x.reqBody, Headers: h},
+		Response: vcr.Response{Code: x.code, Body: x.respBody, Headers: rh},
 	}
 }
 
-func lint(opts fakes.LintOptions, match fakes.Match, xs ...ix) []string {
-	c := &fakes.Cassette{Version: 2, Path: "c.yaml"}
+func lint(opts cassette.LintOptions, match cassette.Match, xs ...ix) []string {
+	c := &cassette.Cassette{Version: 2, Path: "c.yaml"}
 	if match != "" {
-		c.Meta = &fakes.CassetteMeta{Match: match}
+		c.Meta = &cassette.Meta{Match: match}
 	}
 	for _, x := range xs {
 		c.Interactions = append(c.Interactions, x.interaction())
 	}
 	var out []string
-	for _, p := range fakes.LintCassette(c, opts) {
+	for _, p := range cassette.Lint(c, opts) {
 		out = append(out, p.String())
 	}
 	return out
@@ -75,8 +75,8 @@ func TestLintChecks(t *testing.T) {
 	turn := func(s string) string { return `{"messages":[{"role":"user","content":"` + s + `"}]}` }
 	tests := []struct {
 		name  string
-		opts  fakes.LintOptions
-		match fakes.Match
+		opts  cassette.LintOptions
+		match cassette.Match
 		xs    []ix
 		want  []string // substrings, one per expected problem, in order
 	}{
@@ -89,9 +89,9 @@ func TestLintChecks(t *testing.T) {
 		{name: "key-shaped strings", xs: []ix{{reqBody: turn("use sk-ant-api03-abcdefghijklmnopqrstuv please"), respBody: `{"k":"AIzaSyA1234567890abcdefghijklmnopqrstuv"}`}},
 			want: []string{"secret: request body contains what looks like an Anthropic API key", "secret: response body contains what looks like a Google API key"}},
 		{name: "key-shaped text inside a word is not a key", xs: []ix{{reqBody: turn("the task-sk-abcdefghijklmnopqrstuvwxyz0123 id")}}},
-		{name: "configured secret", opts: fakes.LintOptions{Secrets: []string{"hunter2-but-longer"}}, xs: []ix{{reqBody: turn("a"), respBody: `{"echo":"hunter2-but-longer"}`}},
+		{name: "configured secret", opts: cassette.LintOptions{Secrets: []string{"hunter2-but-longer"}}, xs: []ix{{reqBody: turn("a"), respBody: `{"echo":"hunter2-but-longer"}`}},
 			want: []string{"secret: response body contains the value of configured secret #1 (18 characters)"}},
-		{name: "short secrets are not searched", opts: fakes.LintOptions{Secrets: []string{"ollama"}}, xs: []ix{{reqBody: turn("ollama")}}},
+		{name: "short secrets are not searched", opts: cassette.LintOptions{Secrets: []string{"ollama"}}, xs: []ix{{reqBody: turn("ollama")}}},
 		{name: "credential in the query", xs: []ix{{url: "https://g.example.com/v1/x?key=abcdef123456", reqBody: turn("a")}},
 			want: []string{"secret: request url query parameter key is not redacted"}},
 		{name: "duplicate", xs: []ix{{reqBody: turn("a")}, {reqBody: turn("b")}, {reqBody: turn("a")}},
@@ -105,8 +105,8 @@ func TestLintChecks(t *testing.T) {
 		{name: "an unlaned interaction shadows every lane", xs: []ix{{reqBody: turn("a"), respBody: `{"n":1}`}, {lane: "main", reqBody: turn("a"), respBody: `{"n":2}`}},
 			want: []string{"interaction 1: unreachable"}},
 		{name: "different query is a different request", xs: []ix{{url: "https://x.test/v1/messages?beta=true", reqBody: turn("a"), respBody: `{"n":1}`}, {url: "https://x.test/v1/messages", reqBody: turn("a"), respBody: `{"n":2}`}}},
-		{name: "order mode: nothing is unreachable", match: fakes.MatchOrder, xs: []ix{{reqBody: turn("a"), respBody: `{"n":1}`}, {reqBody: turn("a"), respBody: `{"n":2}`}}},
-		{name: "an ignore path that hides the turn", opts: fakes.LintOptions{IgnoreFields: []string{"messages"}}, xs: []ix{{reqBody: turn("a"), respBody: `{"n":1}`}, {reqBody: turn("b"), respBody: `{"n":2}`}},
+		{name: "order mode: nothing is unreachable", match: cassette.MatchOrder, xs: []ix{{reqBody: turn("a"), respBody: `{"n":1}`}, {reqBody: turn("a"), respBody: `{"n":2}`}}},
+		{name: "an ignore path that hides the turn", opts: cassette.LintOptions{IgnoreFields: []string{"messages"}}, xs: []ix{{reqBody: turn("a"), respBody: `{"n":1}`}, {reqBody: turn("b"), respBody: `{"n":2}`}},
 			want: []string{"interaction 1: unreachable"}},
 		{name: "invalid JSON bodies", xs: []ix{{reqBody: `{"a":`, respBody: `not json`}},
 			want: []string{"parse: request body is not valid JSON though its content type is application/json", "parse: response body is not valid JSON"}},
@@ -135,42 +135,42 @@ func TestLintFile(t *testing.T) {
 	}
 
 	p := write("broken.yaml", "---\nversion: 2\ninteractions:\n  - request: [\n")
-	probs, err := fakes.LintFile(p, fakes.LintOptions{})
+	probs, err := cassette.LintFile(p, cassette.LintOptions{})
 	require.NoError(t, err)
 	require.Len(t, probs, 1)
-	assert.Equal(t, fakes.CheckParse, probs[0].Check)
+	assert.Equal(t, cassette.CheckParse, probs[0].Check)
 	assert.Equal(t, p, probs[0].File)
 	assert.Positive(t, probs[0].Line)
 
 	p = write("typo.yaml", "---\nversion: 2\ninteractions:\n    - id: 0\n      request: {method: POST, url: 'https://x.test/a'}\n      respons: {code: 200}\n")
-	probs, err = fakes.LintFile(p, fakes.LintOptions{})
+	probs, err = cassette.LintFile(p, cassette.LintOptions{})
 	require.NoError(t, err)
 	require.Len(t, probs, 1)
 	assert.Contains(t, probs[0].String(), "typo.yaml:6: parse:")
 	assert.Contains(t, probs[0].String(), "respons")
 
-	_, err = fakes.LintFile(filepath.Join(dir, "absent.yaml"), fakes.LintOptions{})
+	_, err = cassette.LintFile(filepath.Join(dir, "absent.yaml"), cassette.LintOptions{})
 	assert.ErrorIs(t, err, os.ErrNotExist)
 
 	// A raw vcrpy file is linted as it is: pydantic-ai removed the auth
 	// headers but left Cloudflare cookies and OpenAI account ids.
-	probs, err = fakes.LintFile(filepath.Join(thirdParty, "test_openai/test_openai_tool_output.yaml"), fakes.LintOptions{})
+	probs, err = cassette.LintFile(filepath.Join(thirdParty, "test_openai/test_openai_tool_output.yaml"), cassette.LintOptions{})
 	require.NoError(t, err)
 	var lines []string
 	for _, p := range probs {
 		lines = append(lines, p.String())
 	}
 	assert.Equal(t, []string{
-		"../cassettes/thirdparty/pydantic-ai/test_openai/test_openai_tool_output.yaml:2: interaction 0: secret: response header Openai-Organization is not redacted (REDACTED expected)",
-		"../cassettes/thirdparty/pydantic-ai/test_openai/test_openai_tool_output.yaml:108: interaction 1: secret: request header Cookie is not redacted (REDACTED expected)",
-		"../cassettes/thirdparty/pydantic-ai/test_openai/test_openai_tool_output.yaml:108: interaction 1: secret: response header Openai-Organization is not redacted (REDACTED expected)",
+		"../../cassettes/thirdparty/pydantic-ai/test_openai/test_openai_tool_output.yaml:2: interaction 0: secret: response header Openai-Organization is not redacted (REDACTED expected)",
+		"../../cassettes/thirdparty/pydantic-ai/test_openai/test_openai_tool_output.yaml:108: interaction 1: secret: request header Cookie is not redacted (REDACTED expected)",
+		"../../cassettes/thirdparty/pydantic-ai/test_openai/test_openai_tool_output.yaml:108: interaction 1: secret: response header Openai-Organization is not redacted (REDACTED expected)",
 	}, lines)
 
 	// Every imported recording is clean, including against the keys in the environment.
 	imported, _ := filepath.Glob(filepath.Join(thirdParty, "imported", "*", "*.yaml"))
 	require.Len(t, imported, 13)
 	for _, f := range imported {
-		probs, err := fakes.LintFile(f, fakes.LintOptions{Secrets: fakes.EnvSecrets(os.Getenv)})
+		probs, err := cassette.LintFile(f, cassette.LintOptions{Secrets: cassette.EnvSecrets(os.Getenv)})
 		require.NoError(t, err)
 		assert.Empty(t, probs, f)
 	}

@@ -1,4 +1,4 @@
-package fakes
+package cassette
 
 import (
 	"os"
@@ -81,12 +81,12 @@ func TestFastCanonicalKeyAgreesWithTheSlowOne(t *testing.T) {
 // TestFastCanonicalKeyOnRecordedBodies runs every request body of the
 // committed cassettes through both canonicalizers.
 func TestFastCanonicalKeyOnRecordedBodies(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "cassettes", "thirdparty", "pydantic-ai", "imported", "*", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "cassettes", "thirdparty", "pydantic-ai", "imported", "*", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no cassettes: %v", err)
 	}
 	for _, f := range files {
-		c, err := ReadCassette(f)
+		c, err := Read(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,8 +102,8 @@ func FuzzCanonicalKey(f *testing.F) {
 	f.Add(`{"messages":[{"content":[{"text":"x","cache_control":{"type":"ephemeral"}}]}]}`)
 	f.Add(`{"a":1,"a":"\u2028"}`)
 	f.Add(`[{"x":{"x":[true,false,null]}}]`)
-	if data, err := os.ReadFile(filepath.Join("..", "cassettes", "thirdparty", "pydantic-ai", "imported", "test_anthropic", "test_anthropic_tool_output.yaml")); err == nil {
-		if c, err := ParseCassette("seed", data); err == nil {
+	if data, err := os.ReadFile(filepath.Join("..", "..", "cassettes", "thirdparty", "pydantic-ai", "imported", "test_anthropic", "test_anthropic_tool_output.yaml")); err == nil {
+		if c, err := Parse("seed", data); err == nil {
 			f.Add(c.Interactions[1].Request.Body)
 		}
 	}

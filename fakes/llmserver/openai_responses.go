@@ -1,4 +1,4 @@
-package fakes
+package llmserver
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/internal/pieces"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -14,7 +16,7 @@ import (
 // state: previous_response_id, conversations and background runs are refused.
 type responsesAPI struct{}
 
-func (responsesAPI) name() string { return APIOpenAIResponses }
+func (responsesAPI) name() string { return cassette.APIOpenAIResponses }
 
 func (responsesAPI) checkAuth(r *http.Request, want string) *apiError { return openAIAuth(r, want) }
 func (responsesAPI) checkHeaders(*http.Request) *apiError             { return nil }
@@ -619,7 +621,7 @@ func (responsesAPI) write(w *responseWriter, call ServedCall, wireReq any, resp 
 					return m
 				}
 				add("response.content_part.added", with("part", respOutputText{"output_text", "", []any{}, []any{}}))
-				for _, piece := range splitWords(part.Text) {
+				for _, piece := range pieces.Words(part.Text) {
 					m := with("delta", piece)
 					m["logprobs"] = []any{}
 					add("response.output_text.delta", m)
@@ -642,7 +644,7 @@ func (responsesAPI) write(w *responseWriter, call ServedCall, wireReq any, resp 
 				m := base()
 				m["part"] = respSummary{"summary_text", ""}
 				add("response.reasoning_summary_part.added", m)
-				for _, piece := range splitWords(sum.Text) {
+				for _, piece := range pieces.Words(sum.Text) {
 					m := base()
 					m["delta"] = piece
 					add("response.reasoning_summary_text.delta", m)

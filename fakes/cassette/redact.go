@@ -1,4 +1,4 @@
-package fakes
+package cassette
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 )
 
 // Redacted replaces the value of every sensitive header and query parameter
@@ -155,6 +155,39 @@ func redactURL(raw string) (string, []string) {
 	return u.String(), secrets
 }
 
+// RedactURL returns raw with the values of credential query parameters
+// (SensitiveQueryParams) replaced by Redacted, for printing a recorded URL.
+func RedactURL(raw string) string {
+	s, _ := redactURL(raw)
+	return s
+}
+
+// RedactHeaders returns a copy of h with the values of SensitiveHeaders
+// replaced by Redacted.
+func RedactHeaders(h http.Header) http.Header { return redactHeaders(h, nil, false) }
+
+// Redact prepares an interaction for keeping: sensitive headers (and the
+// extra ones named), query parameters and form values become Redacted, and
+// VolatileHeaders are dropped, so that re-recording an unchanged exchange
+// writes the same file. It returns the credentials it removed, so that a
+// later scan can find them wherever the server echoed them.
+func Redact(i *vcr.Interaction, extraHeaders []string) (removed []string) {
+	removed = append(headerSecrets(i.Request.Headers), headerSecrets(i.Response.Headers)...)
+	i.Request.Headers = redactHeaders(i.Request.Headers, extraHeaders, true)
+	i.Response.Headers = redactHeaders(i.Response.Headers, extraHeaders, true)
+	var qs []string
+	i.Request.URL, qs = redactURL(i.Request.URL)
+	removed = append(removed, qs...)
+	for k, vals := range i.Request.Form {
+		if isSensitiveParam(k) {
+			for j := range vals {
+				vals[j] = Redacted
+			}
+		}
+	}
+	return removed
+}
+
 // A secretFinding says where a cassette holds something that looks secret.
 // It never includes the secret itself.
 type secretFinding struct {
@@ -252,7 +285,7 @@ func (s *secretScanner) url(where, raw string) []secretFinding {
 }
 
 // interaction scans every place of an interaction a secret could hide.
-func (s *secretScanner) interaction(i *cassette.Interaction) []secretFinding {
+func (s *secretScanner) interaction(i *vcr.Interaction) []secretFinding {
 	var out []secretFinding
 	out = append(out, s.url("request url", i.Request.URL)...)
 	out = append(out, s.headers("request", i.Request.Headers)...)

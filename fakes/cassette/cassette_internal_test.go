@@ -1,4 +1,4 @@
-package fakes
+package cassette
 
 import (
 	"os"
@@ -21,10 +21,10 @@ interactions:
       code: 200
 `
 
-// TestLoadCassetteTrustsOnlyStableStamps: a file last modified long enough
+// TestReadSharedTrustsOnlyStableStamps: a file last modified long enough
 // ago is not read again while its size and modification time stay the same;
 // a changed stamp, or a file modified just now, is always read.
-func TestLoadCassetteTrustsOnlyStableStamps(t *testing.T) {
+func TestReadSharedTrustsOnlyStableStamps(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.yaml")
 	old := time.Now().Add(-time.Hour)
@@ -39,7 +39,7 @@ func TestLoadCassetteTrustsOnlyStableStamps(t *testing.T) {
 	}
 	answer := func() string {
 		t.Helper()
-		c, err := loadCassette(path)
+		c, err := ReadShared(path)
 		if err != nil {
 			t.Fatal(err)
 		}

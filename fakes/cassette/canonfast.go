@@ -1,4 +1,4 @@
-package fakes
+package cassette
 
 import (
 	"bytes"

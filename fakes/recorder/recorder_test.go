@@ -1,4 +1,4 @@
-package fakes_test
+package recorder_test
 
 import (
 	"context"
@@ -14,9 +14,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/internal/posttest"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
 )
@@ -29,12 +33,12 @@ var roundTrip = []struct {
 	name, path, body string
 	headers          []string
 }{
-	{"anthropic json", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"system":"Be brief.","messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"name":"get_weather","description":"Current weather.","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`, anthropicHeaders(canary)},
-	{"anthropic sse", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Weather in Paris?"},{"role":"assistant","content":[{"type":"tool_use","id":"call_1_1","name":"get_weather","input":{"city":"Paris"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1_1","content":"sunny, 21C"}]}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`, anthropicHeaders(canary)},
-	{"chat json", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Weather in Tokyo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`, openAIHeaders(canary)},
-	{"chat sse", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Weather in Tokyo?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_3_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Tokyo\"}"}}]},{"role":"tool","tool_call_id":"call_3_1","content":"rain, 17C"}]}`, openAIHeaders(canary)},
-	{"responses json", "/v1/responses", `{"model":"gpt-5","instructions":"Be brief.","input":"Weather in Rome?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":false}]}`, openAIHeaders(canary)},
-	{"responses sse", "/v1/responses", `{"model":"gpt-5","stream":true,"input":[{"role":"user","content":"Weather in Rome?"},{"type":"function_call","call_id":"call_5_1","name":"get_weather","arguments":"{\"city\":\"Rome\"}"},{"type":"function_call_output","call_id":"call_5_1","output":"windy, 15C"}]}`, openAIHeaders(canary)},
+	{"anthropic json", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"system":"Be brief.","messages":[{"role":"user","content":"Weather in Paris?"}],"tools":[{"name":"get_weather","description":"Current weather.","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`, posttest.AnthropicHeaders(canary)},
+	{"anthropic sse", "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":256,"stream":true,"messages":[{"role":"user","content":"Weather in Paris?"},{"role":"assistant","content":[{"type":"tool_use","id":"call_1_1","name":"get_weather","input":{"city":"Paris"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1_1","content":"sunny, 21C"}]}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`, posttest.AnthropicHeaders(canary)},
+	{"chat json", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Weather in Tokyo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`, posttest.OpenAIHeaders(canary)},
+	{"chat sse", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Weather in Tokyo?"},{"role":"assistant","content":null,"tool_calls":[{"id":"call_3_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Tokyo\"}"}}]},{"role":"tool","tool_call_id":"call_3_1","content":"rain, 17C"}]}`, posttest.OpenAIHeaders(canary)},
+	{"responses json", "/v1/responses", `{"model":"gpt-5","instructions":"Be brief.","input":"Weather in Rome?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":false}]}`, posttest.OpenAIHeaders(canary)},
+	{"responses sse", "/v1/responses", `{"model":"gpt-5","stream":true,"input":[{"role":"user","content":"Weather in Rome?"},{"type":"function_call","call_id":"call_5_1","name":"get_weather","arguments":"{\"city\":\"Rome\"}"},{"type":"function_call_output","call_id":"call_5_1","output":"windy, 15C"}]}`, posttest.OpenAIHeaders(canary)},
 }
 
 func roundTripModel() *fakes.Scripted {
@@ -49,16 +53,16 @@ func roundTripModel() *fakes.Scripted {
 }
 
 // recordRoundTrip records roundTrip against a fresh local server into path.
-func recordRoundTrip(t *testing.T, path string) []result {
+func recordRoundTrip(t *testing.T, path string) []posttest.Result {
 	t.Helper()
-	srv := fakes.NewServer(roundTripModel(), fakes.WithServerAPIKey(canary))
+	srv := llmserver.NewServer(roundTripModel(), llmserver.WithAPIKey(canary))
 	defer srv.Close()
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRecordedHost("api.provider.test"))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost("api.provider.test"))
 	require.NoError(t, err)
-	var out []result
+	var out []posttest.Result
 	for _, rt := range roundTrip {
-		r := mustPost(t, context.Background(), rec.Client(), srv.URL+rt.path, rt.body, rt.headers...)
-		require.Equal(t, http.StatusOK, r.status, "%s: %s", rt.name, r.body)
+		r := posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+rt.path, rt.body, rt.headers...)
+		require.Equal(t, http.StatusOK, r.Status, "%s: %s", rt.name, r.Body)
 		out = append(out, r)
 	}
 	require.NoError(t, rec.Stop())
@@ -82,7 +86,7 @@ func TestRecordReplayRoundTrip(t *testing.T) {
 	assert.Contains(t, string(data), "event: message_start", "SSE bodies are stored verbatim")
 
 	// go-vcr itself can load what we wrote.
-	gc, err := cassette.Load(strings.TrimSuffix(path, ".yaml"))
+	gc, err := vcr.Load(strings.TrimSuffix(path, ".yaml"))
 	require.NoError(t, err)
 	require.Len(t, gc.Interactions, len(roundTrip))
 
@@ -97,16 +101,16 @@ func TestRecordReplayRoundTrip(t *testing.T) {
 	// Replay offline: the server is gone, the transport refuses everything,
 	// and the client uses another key; the bodies come back byte for byte.
 	network := &countingTransport{}
-	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithRealTransport(network))
+	rep, err := recorder.New(path, recorder.WithGetenv(noEnv), recorder.WithRealTransport(network))
 	require.NoError(t, err)
-	assert.Equal(t, fakes.ModeReplay, rep.Mode())
+	assert.Equal(t, recorder.ModeReplay, rep.Mode())
 	assert.Equal(t, "default", rep.ModeReason())
 	for i, rt := range roundTrip {
 		hdr := slicesReplace(rt.headers, canary, "sk-another-key-entirely-000000000000")
-		r := mustPost(t, context.Background(), rep.Client(), "http://127.0.0.1:9"+rt.path, rt.body, hdr...)
-		assert.Equal(t, recorded[i].status, r.status, rt.name)
-		assert.Equal(t, recorded[i].body, r.body, "%s: replayed body differs", rt.name)
-		assert.Equal(t, recorded[i].header.Get("Content-Type"), r.header.Get("Content-Type"), rt.name)
+		r := posttest.MustPost(t, context.Background(), rep.Client(), "http://127.0.0.1:9"+rt.path, rt.body, hdr...)
+		assert.Equal(t, recorded[i].Status, r.Status, rt.name)
+		assert.Equal(t, recorded[i].Body, r.Body, "%s: replayed body differs", rt.name)
+		assert.Equal(t, recorded[i].Header.Get("Content-Type"), r.Header.Get("Content-Type"), rt.name)
 	}
 	assert.Empty(t, rep.Unplayed())
 	assert.Zero(t, network.n.Load(), "replay went to the network")
@@ -133,7 +137,7 @@ func TestRecorderRedactsEverySensitiveHeader(t *testing.T) {
 	}))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "redact.yaml")
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRedactHeaders("X-Custom-Token"))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRedactHeaders("X-Custom-Token"))
 	require.NoError(t, err)
 	secrets := map[string]string{
 		"Authorization":       "Bearer tok-authorization-0001",
@@ -149,7 +153,7 @@ func TestRecorderRedactsEverySensitiveHeader(t *testing.T) {
 	for k, v := range secrets {
 		hdr = append(hdr, k, v)
 	}
-	mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/chat/completions?key=tok-query-0008&api-version=2024", `{"model":"m"}`, hdr...)
+	posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/chat/completions?key=tok-query-0008&api-version=2024", `{"model":"m"}`, hdr...)
 	require.NoError(t, rec.Stop())
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -159,24 +163,24 @@ func TestRecorderRedactsEverySensitiveHeader(t *testing.T) {
 	for _, v := range []string{"tok-query-0008", setCookie, "org-abcdefgh12345678"} {
 		assert.NotContains(t, string(data), v)
 	}
-	c, err := fakes.ReadCassette(path)
+	c, err := cassette.Read(path)
 	require.NoError(t, err)
 	it := c.Interactions[0]
 	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "Openai-Organization", "Openai-Project", "Cookie", "X-Custom-Token"} {
-		assert.Equal(t, []string{fakes.Redacted}, it.Request.Headers.Values(h), h)
+		assert.Equal(t, []string{cassette.Redacted}, it.Request.Headers.Values(h), h)
 	}
 	assert.Empty(t, it.Request.Headers.Values("X-Stainless-Os"), "machine-specific headers are dropped")
-	assert.Equal(t, []string{fakes.Redacted}, it.Response.Headers.Values("Set-Cookie"))
-	assert.Equal(t, []string{fakes.Redacted}, it.Response.Headers.Values("Openai-Organization"))
+	assert.Equal(t, []string{cassette.Redacted}, it.Response.Headers.Values("Set-Cookie"))
+	assert.Equal(t, []string{cassette.Redacted}, it.Response.Headers.Values("Openai-Organization"))
 	assert.Contains(t, it.Request.URL, "key=REDACTED")
 	assert.Contains(t, it.Request.URL, "api-version=2024")
 	assert.Zero(t, it.Response.Duration, "recorded latency is not kept")
 
 	// A replay with the real key in the query still matches: credentials are not part of the key.
-	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
-	r := mustPost(t, context.Background(), rep.Client(), srv.URL+"/v1/chat/completions?api-version=2024&key=other", `{"model":"m"}`)
-	assert.Equal(t, `{"ok":true}`, r.body)
+	r := posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+"/v1/chat/completions?api-version=2024&key=other", `{"model":"m"}`)
+	assert.Equal(t, `{"ok":true}`, r.Body)
 }
 
 func TestRecorderRefusesToWriteSecrets(t *testing.T) {
@@ -190,26 +194,26 @@ func TestRecorderRefusesToWriteSecrets(t *testing.T) {
 	defer srv.Close()
 	tests := []struct {
 		name   string
-		opts   []fakes.Option
+		opts   []recorder.Option
 		header []string
 		say    string
 	}{
 		{"credential seen in a header is echoed", nil, []string{"Authorization", "Bearer plain-token-seen-in-header-42"}, ""},
-		{"configured secret in a body", []fakes.Option{fakes.WithSecrets("configured-secret-value-77")}, nil, "configured-secret-value-77"},
-		{"secret from the environment", []fakes.Option{fakes.WithGetenv(env("OPENAI_API_KEY", "env-secret-value-123456"))}, nil, "env-secret-value-123456"},
+		{"configured secret in a body", []recorder.Option{recorder.WithSecrets("configured-secret-value-77")}, nil, "configured-secret-value-77"},
+		{"secret from the environment", []recorder.Option{recorder.WithGetenv(env("OPENAI_API_KEY", "env-secret-value-123456"))}, nil, "env-secret-value-123456"},
 		{"key-shaped string in a body", nil, nil, key},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "secret.yaml")
 			require.NoError(t, os.WriteFile(path, []byte("old content\n"), 0o644))
-			opts := append([]fakes.Option{fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv)}, tt.opts...)
-			rec, err := fakes.NewRecorder(path, opts...)
+			opts := append([]recorder.Option{recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv)}, tt.opts...)
+			rec, err := recorder.New(path, opts...)
 			require.NoError(t, err)
-			r := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/x?say="+tt.say, `{}`, tt.header...)
-			require.Equal(t, 200, r.status)
+			r := posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/x?say="+tt.say, `{}`, tt.header...)
+			require.Equal(t, 200, r.Status)
 			err = rec.Stop()
-			var se *fakes.SecretError
+			var se *cassette.SecretError
 			require.ErrorAs(t, err, &se)
 			assert.NotEmpty(t, se.Findings)
 			for _, s := range []string{key, "plain-token-seen-in-header-42", "configured-secret-value-77", "env-secret-value-123456"} {
@@ -223,28 +227,28 @@ func TestRecorderRefusesToWriteSecrets(t *testing.T) {
 
 func TestResolveMode(t *testing.T) {
 	tests := []struct {
-		requested fakes.Mode
+		requested recorder.Mode
 		env       []string
-		want      fakes.Mode
+		want      recorder.Mode
 		reason    string
 		err       string
 	}{
-		{"", nil, fakes.ModeReplay, "default", ""},
-		{"", []string{"DAGEVAL_RECORD", "1"}, fakes.ModeRecord, "DAGEVAL_RECORD=1", ""},
-		{"", []string{"DAGEVAL_RECORD", "missing"}, fakes.ModeRecordMissing, "DAGEVAL_RECORD=missing", ""},
-		{"", []string{"DAGEVAL_RECORD", "0"}, fakes.ModeReplay, "default", ""},
+		{"", nil, recorder.ModeReplay, "default", ""},
+		{"", []string{"DAGEVAL_RECORD", "1"}, recorder.ModeRecord, "DAGEVAL_RECORD=1", ""},
+		{"", []string{"DAGEVAL_RECORD", "missing"}, recorder.ModeRecordMissing, "DAGEVAL_RECORD=missing", ""},
+		{"", []string{"DAGEVAL_RECORD", "0"}, recorder.ModeReplay, "default", ""},
 		{"", []string{"DAGEVAL_RECORD", "sometimes"}, "", "", "DAGEVAL_RECORD"},
-		{fakes.ModeLive, []string{"DAGEVAL_RECORD", "1"}, fakes.ModeLive, "requested", ""},
-		{fakes.ModeRecord, []string{"CI", "true"}, fakes.ModeReplay, "CI=true forces replay (record was requested)", ""},
-		{fakes.ModeLive, []string{"CI", "1"}, fakes.ModeLive, "requested", ""},
-		{fakes.ModeRecordMissing, []string{"CI", "1"}, fakes.ModeReplay, "CI=true forces replay (record-missing was requested)", ""},
-		{"", []string{"CI", "true", "DAGEVAL_RECORD", "1"}, fakes.ModeReplay, "CI=true forces replay", ""},
-		{"", []string{"CI", "false", "DAGEVAL_RECORD", "1"}, fakes.ModeRecord, "DAGEVAL_RECORD=1", ""},
+		{recorder.ModeLive, []string{"DAGEVAL_RECORD", "1"}, recorder.ModeLive, "requested", ""},
+		{recorder.ModeRecord, []string{"CI", "true"}, recorder.ModeReplay, "CI=true forces replay (record was requested)", ""},
+		{recorder.ModeLive, []string{"CI", "1"}, recorder.ModeLive, "requested", ""},
+		{recorder.ModeRecordMissing, []string{"CI", "1"}, recorder.ModeReplay, "CI=true forces replay (record-missing was requested)", ""},
+		{"", []string{"CI", "true", "DAGEVAL_RECORD", "1"}, recorder.ModeReplay, "CI=true forces replay", ""},
+		{"", []string{"CI", "false", "DAGEVAL_RECORD", "1"}, recorder.ModeRecord, "DAGEVAL_RECORD=1", ""},
 		{"bogus", nil, "", "", "unknown mode"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s/%v", tt.requested, tt.env), func(t *testing.T) {
-			got, reason, err := fakes.ResolveMode(tt.requested, env(tt.env...))
+			got, reason, err := recorder.ResolveMode(tt.requested, env(tt.env...))
 			if tt.err != "" {
 				require.ErrorContains(t, err, tt.err)
 				return
@@ -260,9 +264,9 @@ func TestCIForcesReplay(t *testing.T) {
 	ci := env("CI", "true", "DAGEVAL_RECORD", "1")
 	network := &countingTransport{}
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
-	for _, m := range []fakes.Mode{"", fakes.ModeReplay, fakes.ModeRecord, fakes.ModeRecordMissing} {
-		_, err := fakes.NewRecorder(missing, fakes.WithMode(m), fakes.WithGetenv(ci), fakes.WithRealTransport(network))
-		require.ErrorIs(t, err, fakes.ErrCassetteNotFound, "mode %q", m)
+	for _, m := range []recorder.Mode{"", recorder.ModeReplay, recorder.ModeRecord, recorder.ModeRecordMissing} {
+		_, err := recorder.New(missing, recorder.WithMode(m), recorder.WithGetenv(ci), recorder.WithRealTransport(network))
+		require.ErrorIs(t, err, recorder.ErrCassetteNotFound, "mode %q", m)
 		assert.ErrorContains(t, err, "CI=true")
 		assert.ErrorContains(t, err, missing)
 	}
@@ -270,12 +274,12 @@ func TestCIForcesReplay(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "nothing may be created in CI")
 
 	// Live, asked for by name, stays live: a CI job may run against a local server.
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("live in CI")))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("live in CI")))
 	defer srv.Close()
-	live, err := fakes.NewRecorder(missing, fakes.WithMode(fakes.ModeLive), fakes.WithGetenv(ci))
+	live, err := recorder.New(missing, recorder.WithMode(recorder.ModeLive), recorder.WithGetenv(ci))
 	require.NoError(t, err)
-	assert.Equal(t, fakes.ModeLive, live.Mode())
-	assert.Contains(t, mustPost(t, context.Background(), live.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), anthropicHeaders("k")...).body, "live in CI")
+	assert.Equal(t, recorder.ModeLive, live.Mode())
+	assert.Contains(t, posttest.MustPost(t, context.Background(), live.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), posttest.AnthropicHeaders("k")...).Body, "live in CI")
 	require.NoError(t, live.Stop())
 	_, err = os.Stat(missing)
 	assert.True(t, os.IsNotExist(err))
@@ -284,14 +288,14 @@ func TestCIForcesReplay(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ci.yaml")
 	recordRoundTrip(t, path)
 	before, _ := os.ReadFile(path)
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecordMissing), fakes.WithGetenv(ci), fakes.WithRealTransport(network))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecordMissing), recorder.WithGetenv(ci), recorder.WithRealTransport(network))
 	require.NoError(t, err)
-	assert.Equal(t, fakes.ModeReplay, rec.Mode())
+	assert.Equal(t, recorder.ModeReplay, rec.Mode())
 	assert.Contains(t, rec.ModeReason(), "CI=true")
-	_, err = post(t, context.Background(), rec.Client(), "http://api.provider.test/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[{"role":"user","content":"never recorded"}]}`)
-	var miss *fakes.MissError
+	_, err = posttest.Post(t, context.Background(), rec.Client(), "http://api.provider.test/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[{"role":"user","content":"never recorded"}]}`)
+	var miss *recorder.MissError
 	require.ErrorAs(t, err, &miss)
-	require.ErrorIs(t, err, fakes.ErrInteractionNotFound)
+	require.ErrorIs(t, err, recorder.ErrInteractionNotFound)
 	require.NoError(t, rec.Stop())
 	assert.Zero(t, network.n.Load(), "CI replay went to the network")
 	after, _ := os.ReadFile(path)
@@ -306,31 +310,31 @@ func turnBody(city string, history ...string) string {
 }
 
 func TestReplayMissShowsTheDiff(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("It is sunny."), fakes.Reply("Still sunny."), fakes.Reply("Rainy.")))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("It is sunny."), fakes.Reply("Still sunny."), fakes.Reply("Rainy.")))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "miss.yaml")
-	ctx := fakes.WithLane(context.Background(), "main")
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv))
+	ctx := recorder.WithLane(context.Background(), "main")
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
 	turn1 := turnBody("Paris")
 	turn2 := turnBody("Paris", `{"role":"assistant","content":"It is sunny."}`, `{"role":"user","content":"And tomorrow in Paris?"}`)
-	mustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", turn1, anthropicHeaders("k")...)
-	mustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", turn2, anthropicHeaders("k")...)
-	mustPost(t, fakes.WithLane(context.Background(), "grader"), rec.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), anthropicHeaders("k")...)
+	posttest.MustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", turn1, posttest.AnthropicHeaders("k")...)
+	posttest.MustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", turn2, posttest.AnthropicHeaders("k")...)
+	posttest.MustPost(t, recorder.WithLane(context.Background(), "grader"), rec.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), posttest.AnthropicHeaders("k")...)
 	require.NoError(t, rec.Stop())
 
-	replay := func() *fakes.Recorder {
-		r, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	replay := func() *recorder.Recorder {
+		r, err := recorder.New(path, recorder.WithGetenv(noEnv))
 		require.NoError(t, err)
 		return r
 	}
 
 	t.Run("changed request", func(t *testing.T) {
 		rep := replay()
-		mustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn1)
+		posttest.MustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn1)
 		changed := strings.Replace(turn2, "And tomorrow in Paris?", "And tomorrow in Rome?", 1)
-		_, err := post(t, ctx, rep.Client(), srv.URL+"/v1/messages", changed)
-		var miss *fakes.MissError
+		_, err := posttest.Post(t, ctx, rep.Client(), srv.URL+"/v1/messages", changed)
+		var miss *recorder.MissError
 		require.ErrorAs(t, err, &miss)
 		assert.Equal(t, 2, miss.Nearest, "the lane's unused interaction is the nearest") // lane "" sorts first, so main's second turn is index 2
 		assert.Equal(t, "main", miss.Lane)
@@ -353,40 +357,40 @@ func TestReplayMissShowsTheDiff(t *testing.T) {
 
 	t.Run("more calls than recorded", func(t *testing.T) {
 		rep := replay()
-		mustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn1)
-		mustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn2)
-		_, err := post(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn2)
+		posttest.MustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn1)
+		posttest.MustPost(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn2)
+		_, err := posttest.Post(t, ctx, rep.Client(), srv.URL+"/v1/messages", turn2)
 		require.ErrorContains(t, err, "was already replayed: the run made more calls than were recorded")
 		require.ErrorContains(t, err, "already replayed")
 	})
 
 	t.Run("wrong lane", func(t *testing.T) {
 		rep := replay()
-		_, err := post(t, fakes.WithLane(context.Background(), "main/task:other"), rep.Client(), srv.URL+"/v1/messages", turn1)
+		_, err := posttest.Post(t, recorder.WithLane(context.Background(), "main/task:other"), rep.Client(), srv.URL+"/v1/messages", turn1)
 		require.ErrorContains(t, err, "in other lanes")
 		// the default lane cannot take interactions recorded in a lane either
-		_, err = post(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", turn1)
+		_, err = posttest.Post(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", turn1)
 		require.ErrorContains(t, err, "in other lanes")
 	})
 
 	t.Run("unknown route", func(t *testing.T) {
 		rep := replay()
-		_, err := post(t, ctx, rep.Client(), srv.URL+"/v1/chat/completions", `{"model":"x"}`)
+		_, err := posttest.Post(t, ctx, rep.Client(), srv.URL+"/v1/chat/completions", `{"model":"x"}`)
 		require.ErrorContains(t, err, "no interaction for POST /v1/chat/completions; its 3 interactions are for POST /v1/messages")
 		require.ErrorContains(t, err, `"model": "x"`, "the unmatched request body is shown")
 	})
 }
 
 func TestIgnoreFields(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewRuleModel(fakes.Rule{Reply: func(*llm.Request) (*llm.Response, error) {
+	srv := llmserver.NewServer(fakes.NewRuleModel(fakes.Rule{Reply: func(*llm.Request) (*llm.Response, error) {
 		return &llm.Response{Message: llm.Assistant("ok")}, nil
 	}}))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "ignore.yaml")
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
 	recorded := `{"model":"claude-sonnet-4-5","max_tokens":64,"temperature":0.5,"metadata":{"user_id":"run-1"},"system":[{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]}]}`
-	mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", recorded, anthropicHeaders("k")...)
+	posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", recorded, posttest.AnthropicHeaders("k")...)
 	require.NoError(t, rec.Stop())
 
 	tests := []struct {
@@ -406,60 +410,60 @@ func TestIgnoreFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithIgnoreFields(tt.ignore...))
+			rep, err := recorder.New(path, recorder.WithGetenv(noEnv), recorder.WithIgnoreFields(tt.ignore...))
 			require.NoError(t, err)
-			_, err = post(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", tt.body)
+			_, err = posttest.Post(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", tt.body)
 			if tt.match {
 				assert.NoError(t, err)
 			} else {
-				assert.ErrorIs(t, err, fakes.ErrInteractionNotFound)
+				assert.ErrorIs(t, err, recorder.ErrInteractionNotFound)
 			}
 		})
 	}
-	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithIgnoreFields("a..b"))
+	_, err = recorder.New(path, recorder.WithGetenv(noEnv), recorder.WithIgnoreFields("a..b"))
 	assert.ErrorContains(t, err, "empty segment")
 }
 
 func TestRecordMissing(t *testing.T) {
 	model := fakes.NewScripted(fakes.Reply("first"), fakes.Reply("second"))
-	srv := fakes.NewServer(model)
+	srv := llmserver.NewServer(model)
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "missing.yaml")
 
 	// record-missing with no cassette starts one
-	rec, err := fakes.NewRecorder(path, fakes.WithGetenv(env("DAGEVAL_RECORD", "missing")))
+	rec, err := recorder.New(path, recorder.WithGetenv(env("DAGEVAL_RECORD", "missing")))
 	require.NoError(t, err)
-	assert.Equal(t, fakes.ModeRecordMissing, rec.Mode())
-	first := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), anthropicHeaders("k")...)
+	assert.Equal(t, recorder.ModeRecordMissing, rec.Mode())
+	first := posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), posttest.AnthropicHeaders("k")...)
 	require.NoError(t, rec.Stop())
 	assert.Len(t, srv.Requests(), 1)
 
-	rec, err = fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecordMissing), fakes.WithGetenv(noEnv))
+	rec, err = recorder.New(path, recorder.WithMode(recorder.ModeRecordMissing), recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
-	again := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), anthropicHeaders("k")...)
-	assert.Equal(t, first.body, again.body, "what the cassette has is replayed")
+	again := posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), posttest.AnthropicHeaders("k")...)
+	assert.Equal(t, first.Body, again.Body, "what the cassette has is replayed")
 	assert.Len(t, srv.Requests(), 1, "a replayed call does not reach the server")
-	second := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), anthropicHeaders("k")...)
-	assert.Contains(t, second.body, "second")
+	second := posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Oslo"), posttest.AnthropicHeaders("k")...)
+	assert.Contains(t, second.Body, "second")
 	assert.Len(t, srv.Requests(), 2)
 	require.NoError(t, rec.Stop())
 
-	c, err := fakes.ReadCassette(path)
+	c, err := cassette.Read(path)
 	require.NoError(t, err)
 	require.Len(t, c.Interactions, 2)
-	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
-	assert.Equal(t, second.body, mustPost(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", turnBody("Oslo")).body)
+	assert.Equal(t, second.Body, posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+"/v1/messages", turnBody("Oslo")).Body)
 }
 
 func TestLiveModeKeepsNothing(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("live answer")))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("live answer")))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "live.yaml")
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeLive), fakes.WithGetenv(noEnv))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeLive), recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
-	r := mustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), anthropicHeaders("k")...)
-	assert.Contains(t, r.body, "live answer")
+	r := posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/messages", turnBody("Paris"), posttest.AnthropicHeaders("k")...)
+	assert.Contains(t, r.Body, "live answer")
 	require.NoError(t, rec.Stop())
 	_, err = os.Stat(path)
 	assert.True(t, os.IsNotExist(err))
@@ -468,12 +472,12 @@ func TestLiveModeKeepsNothing(t *testing.T) {
 func TestRequestsAfterStopFail(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "stop.yaml")
 	recordRoundTrip(t, path)
-	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
 	require.NoError(t, rep.Stop())
 	require.NoError(t, rep.Stop(), "Stop is idempotent")
-	_, err = post(t, context.Background(), rep.Client(), "http://api.provider.test"+roundTrip[0].path, roundTrip[0].body)
-	assert.ErrorIs(t, err, fakes.ErrStopped)
+	_, err = posttest.Post(t, context.Background(), rep.Client(), "http://api.provider.test"+roundTrip[0].path, roundTrip[0].body)
+	assert.ErrorIs(t, err, recorder.ErrStopped)
 }
 
 // TestConcurrentLanesReplayDeterministically records two subagents that
@@ -498,13 +502,13 @@ func TestConcurrentLanesReplayDeterministically(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ctx := fakes.WithLane(context.Background(), lane)
+				ctx := recorder.WithLane(context.Background(), lane)
 				for turn := 1; turn <= turns; turn++ {
 					mu.Lock()
 					for order[pos] != li {
 						cond.Wait()
 					}
-					r, err := post(t, ctx, c, url, bodyFor(turn), anthropicHeaders("k")...)
+					r, err := posttest.Post(t, ctx, c, url, bodyFor(turn), posttest.AnthropicHeaders("k")...)
 					text := ""
 					if err != nil {
 						text = "error: " + err.Error()
@@ -512,7 +516,7 @@ func TestConcurrentLanesReplayDeterministically(t *testing.T) {
 						var msg struct {
 							Content []struct{ Text string } `json:"content"`
 						}
-						_ = json.Unmarshal([]byte(r.body), &msg)
+						_ = json.Unmarshal([]byte(r.Body), &msg)
 						if len(msg.Content) > 0 {
 							text = msg.Content[0].Text
 						}
@@ -528,20 +532,20 @@ func TestConcurrentLanesReplayDeterministically(t *testing.T) {
 		return got
 	}
 
-	for _, match := range []fakes.Match{fakes.MatchBody, fakes.MatchOrder} {
+	for _, match := range []cassette.Match{cassette.MatchBody, cassette.MatchOrder} {
 		t.Run(string(match), func(t *testing.T) {
 			model := fakes.NewScripted(fakes.Reply("r1"), fakes.Reply("r2"), fakes.Reply("r3"), fakes.Reply("r4"), fakes.Reply("r5"), fakes.Reply("r6"))
-			srv := fakes.NewServer(model)
+			srv := llmserver.NewServer(model)
 			defer srv.Close()
 			path := filepath.Join(t.TempDir(), "lanes.yaml")
-			rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithMatch(match), fakes.WithGetenv(noEnv))
+			rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithMatch(match), recorder.WithGetenv(noEnv))
 			require.NoError(t, err)
 			recorded := run(t, rec.Client(), srv.URL+"/v1/messages", []int{0, 1, 1, 0, 0, 1})
 			require.NoError(t, rec.Stop())
 			require.Equal(t, map[string][]string{"main/task:a": {"r1", "r4", "r5"}, "main/task:b": {"r2", "r3", "r6"}}, recorded)
 
 			for _, order := range [][]int{{1, 1, 1, 0, 0, 0}, {0, 0, 0, 1, 1, 1}, {1, 0, 1, 0, 1, 0}} {
-				rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+				rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
 				require.NoError(t, err)
 				assert.Equal(t, match, rep.Match(), "the cassette declares its match mode")
 				assert.Equal(t, recorded, run(t, rep.Client(), "http://api.provider.test/v1/messages", order), "order %v", order)
@@ -559,9 +563,9 @@ func TestConcurrentRecordingIsDeterministic(t *testing.T) {
 		}})
 	}
 	record := func(path string, laneFirst int) {
-		srv := fakes.NewServer(model())
+		srv := llmserver.NewServer(model())
 		defer srv.Close()
-		rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv), fakes.WithRecordedHost("api.provider.test"))
+		rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost("api.provider.test"))
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		gate := make(chan struct{})
@@ -572,9 +576,9 @@ func TestConcurrentRecordingIsDeterministic(t *testing.T) {
 				if i != laneFirst {
 					<-gate // the other lane finishes first
 				}
-				ctx := fakes.WithLane(context.Background(), lane)
+				ctx := recorder.WithLane(context.Background(), lane)
 				for turn := 1; turn <= 3; turn++ {
-					mustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", fmt.Sprintf(`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"%s step %d"}]}`, lane, turn), anthropicHeaders("k")...)
+					posttest.MustPost(t, ctx, rec.Client(), srv.URL+"/v1/messages", fmt.Sprintf(`{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"%s step %d"}]}`, lane, turn), posttest.AnthropicHeaders("k")...)
 				}
 				if i == laneFirst {
 					close(gate)
@@ -590,7 +594,7 @@ func TestConcurrentRecordingIsDeterministic(t *testing.T) {
 	a, _ := os.ReadFile(filepath.Join(dir, "a-first.yaml"))
 	b, _ := os.ReadFile(filepath.Join(dir, "b-first.yaml"))
 	assert.Equal(t, string(a), string(b))
-	c, err := fakes.ReadCassette(filepath.Join(dir, "a-first.yaml"))
+	c, err := cassette.Read(filepath.Join(dir, "a-first.yaml"))
 	require.NoError(t, err)
 	var got []string
 	for i := range c.Interactions {
@@ -609,24 +613,24 @@ type httpModel struct {
 
 func (m httpModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	body := fmt.Sprintf(`{"model":"m","max_tokens":32,"messages":[{"role":"user","content":%q}]}`, req.Messages[len(req.Messages)-1].Text())
-	r, err := post(m.t, ctx, m.client, m.url, body, anthropicHeaders("k")...)
+	r, err := posttest.Post(m.t, ctx, m.client, m.url, body, posttest.AnthropicHeaders("k")...)
 	if err != nil {
 		return nil, err
 	}
 	var msg struct {
 		Content []struct{ Text string } `json:"content"`
 	}
-	if err := json.Unmarshal([]byte(r.body), &msg); err != nil || len(msg.Content) == 0 {
-		return nil, fmt.Errorf("bad answer %q", r.body)
+	if err := json.Unmarshal([]byte(r.Body), &msg); err != nil || len(msg.Content) == 0 {
+		return nil, fmt.Errorf("bad answer %q", r.Body)
 	}
 	return &llm.Response{Message: llm.Assistant(msg.Content[0].Text)}, nil
 }
 
 func TestLaneComesFromTheAgentPath(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("from the researcher")))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("from the researcher")))
 	defer srv.Close()
 	path := filepath.Join(t.TempDir(), "agent.yaml")
-	rec, err := fakes.NewRecorder(path, fakes.WithMode(fakes.ModeRecord), fakes.WithGetenv(noEnv))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
 	a, err := agent.New(agent.Config{Model: httpModel{rec.Client(), srv.URL + "/v1/messages", t}})
 	require.NoError(t, err)
@@ -634,19 +638,19 @@ func TestLaneComesFromTheAgentPath(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, rec.Stop())
 	assert.Equal(t, "from the researcher", res.State.Messages[len(res.State.Messages)-1].Text())
-	c, err := fakes.ReadCassette(path)
+	c, err := cassette.Read(path)
 	require.NoError(t, err)
 	require.Len(t, c.Interactions, 1)
 	assert.Equal(t, "main/task:researcher", c.Lane(0))
 
 	// An explicit lane wins over the agent path.
-	ctx := fakes.WithLane(context.Background(), "grader")
-	assert.Equal(t, "grader", fakes.LaneOf(ctx))
-	assert.Equal(t, "", fakes.LaneOf(context.Background()))
+	ctx := recorder.WithLane(context.Background(), "grader")
+	assert.Equal(t, "grader", recorder.LaneOf(ctx))
+	assert.Equal(t, "", recorder.LaneOf(context.Background()))
 
 	// Replayed inside the same agent path, the run gets its answer without a server.
 	srv.Close()
-	rep, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
 	a, err = agent.New(agent.Config{Model: httpModel{rep.Client(), srv.URL + "/v1/messages", t}})
 	require.NoError(t, err)
@@ -655,31 +659,31 @@ func TestLaneComesFromTheAgentPath(t *testing.T) {
 	assert.Equal(t, "from the researcher", res.State.Messages[len(res.State.Messages)-1].Text())
 }
 
-func TestNewTestRecorderPath(t *testing.T) {
+func TestTestCassettePath(t *testing.T) {
 	t.Run("sub test/with spaces", func(t *testing.T) {
-		assert.Equal(t, filepath.Join("testdata", "cassettes", "TestNewTestRecorderPath", "sub_test", "with_spaces.yaml"), fakes.TestCassettePath(t))
+		assert.Equal(t, filepath.Join("testdata", "cassettes", "TestTestCassettePath", "sub_test", "with_spaces.yaml"), recorder.TestCassettePath(t))
 	})
 }
 
 func TestReplayingACorruptCassetteFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(path, []byte("---\nversion: 2\ninteractions:\n    - id: 0\n      request:\n        method: POST\n      response:\n        code: 200\n"), 0o644))
-	_, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
-	var pe *fakes.ParseError
+	_, err := recorder.New(path, recorder.WithGetenv(noEnv))
+	var pe *cassette.ParseError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, 4, pe.Line)
 	assert.Contains(t, err.Error(), "bad.yaml:4: interaction 0: request.url is missing")
 
 	require.NoError(t, os.WriteFile(path, []byte("---\nversion: 2\ninteractions:\n    - id: 0\n      reqest: {}\n"), 0o644))
-	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+	_, err = recorder.New(path, recorder.WithGetenv(noEnv))
 	require.ErrorContains(t, err, "reqest")
 	require.ErrorContains(t, err, "bad.yaml:5")
 
 	// A vcrpy file is recognised and the error says how to import it.
-	_, err = fakes.NewRecorder("../cassettes/thirdparty/pydantic-ai/test_openai/test_text_response.yaml", fakes.WithGetenv(noEnv))
+	_, err = recorder.New("../../cassettes/thirdparty/pydantic-ai/test_openai/test_text_response.yaml", recorder.WithGetenv(noEnv))
 	require.ErrorContains(t, err, "dageval cassette import --from vcrpy")
 
-	_, err = fakes.NewRecorder(path, fakes.WithGetenv(noEnv), fakes.WithMatch("fuzzy"))
+	_, err = recorder.New(path, recorder.WithGetenv(noEnv), recorder.WithMatch("fuzzy"))
 	require.ErrorContains(t, err, `unknown match mode "fuzzy"`)
 }
 
@@ -703,7 +707,7 @@ func TestReplayReadsBodiesWhateverTheirAnnouncedLength(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, err := fakes.NewRecorder(path, fakes.WithGetenv(noEnv))
+			rec, err := recorder.New(path, recorder.WithGetenv(noEnv))
 			require.NoError(t, err)
 			defer rec.Stop()
 			req, err := http.NewRequest(http.MethodPost, "https://api.provider.test"+roundTrip[0].path, strings.NewReader(body))
@@ -720,4 +724,30 @@ func TestReplayReadsBodiesWhateverTheirAnnouncedLength(t *testing.T) {
 			assert.Equal(t, 200, resp.StatusCode)
 		})
 	}
+}
+
+func TestReplayImportedRecordingInOrder(t *testing.T) {
+	path := filepath.Join(thirdParty, "imported/test_anthropic/test_anthropic_tool_output.yaml")
+	rec, err := recorder.New(path, recorder.WithGetenv(noEnv), recorder.WithRealTransport(&countingTransport{}))
+	require.NoError(t, err)
+	assert.Equal(t, cassette.MatchOrder, rec.Match(), "imported cassettes declare order matching")
+	c := rec.Client() // a plain http.Client; the bodies dageval sends differ from pydantic-ai's
+	ctx := recorder.WithLane(context.Background(), "main")
+	first := posttest.MustPost(t, ctx, c, "https://api.anthropic.com/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"What is the largest city in the user country?"}]}`)
+	assert.Contains(t, first.Body, `"name":"get_user_country"`)
+	second := posttest.MustPost(t, ctx, c, "https://api.anthropic.com/v1/messages", `{"something":"else entirely"}`)
+	assert.Contains(t, second.Body, `"input":{"city":"Mexico City","country":"Mexico"}`)
+	assert.Equal(t, "application/json", second.Header.Get("Content-Type"))
+	_, err = posttest.Post(t, ctx, c, "https://api.anthropic.com/v1/messages", `{}`)
+	require.ErrorContains(t, err, "already replayed")
+	require.ErrorContains(t, err, "match order")
+
+	// Streamed recordings replay their SSE body unchanged.
+	path = filepath.Join(thirdParty, "imported/test_anthropic/test_anthropic_model_thinking_part_stream.yaml")
+	rec, err = recorder.New(path, recorder.WithGetenv(noEnv))
+	require.NoError(t, err)
+	r := posttest.MustPost(t, ctx, rec.Client(), "https://api.anthropic.com/v1/messages", `{"stream":true}`)
+	assert.True(t, strings.HasPrefix(r.Body, "event: message_start\n"))
+	assert.Contains(t, r.Body, `"type":"signature_delta"`)
+	assert.Contains(t, r.Body, "event: message_stop\n")
 }

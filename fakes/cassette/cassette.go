@@ -1,4 +1,4 @@
-package fakes
+package cassette
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -17,7 +18,7 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v4"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 
 	"github.com/dageval/dageval/internal/fileutil"
 )
@@ -25,11 +26,11 @@ import (
 // Cassette is a go-vcr v4 cassette (format version 2) as dageval reads and
 // writes it. The optional top-level "dageval" mapping says how the cassette
 // is meant to be matched; go-vcr itself ignores it, so the files stay
-// loadable by cassette.Load.
+// loadable by go-vcr's cassette.Load.
 type Cassette struct {
-	Version      int                     `yaml:"version"`
-	Meta         *CassetteMeta           `yaml:"dageval,omitempty"`
-	Interactions []*cassette.Interaction `yaml:"interactions"`
+	Version      int                `yaml:"version"`
+	Meta         *Meta              `yaml:"dageval,omitempty"`
+	Interactions []*vcr.Interaction `yaml:"interactions"`
 
 	// Path is the file the cassette was read from, for messages.
 	Path string `yaml:"-"`
@@ -53,34 +54,62 @@ type keyRef struct {
 	index  int
 }
 
-// requestKey returns the canonical key of interaction i under the ignore
-// paths identified by sig, computing it once per parsed file.
-func (c *Cassette) requestKey(i int, sig string, ignore []fieldPath) string {
+// RequestKey returns the canonical key (canon.Key) of interaction i's
+// request body, computed once per parsed file and canon.
+func (c *Cassette) RequestKey(i int, canon *Canon) string {
 	if c.keys == nil {
-		return canonicalKey([]byte(c.Interactions[i].Request.Body), ignore)
+		return canon.Key([]byte(c.Interactions[i].Request.Body))
 	}
-	ref := keyRef{sig, i}
+	ref := keyRef{canon.sig, i}
 	c.keys.mu.Lock()
 	k, ok := c.keys.m[ref]
 	c.keys.mu.Unlock()
 	if ok {
 		return k
 	}
-	k = canonicalKey([]byte(c.Interactions[i].Request.Body), ignore)
+	k = canon.Key([]byte(c.Interactions[i].Request.Body))
 	c.keys.mu.Lock()
 	c.keys.m[ref] = k
 	c.keys.mu.Unlock()
 	return k
 }
 
-// CassetteMeta is dageval's note in a cassette file.
-type CassetteMeta struct {
+// Meta is dageval's note in a cassette file.
+type Meta struct {
 	// Match is how requests find their interactions: "body" (the default)
 	// or "order" for recordings whose request bodies came from another client.
 	Match Match `yaml:"match,omitempty"`
 	// Source says where an imported cassette came from.
 	Source string `yaml:"source,omitempty"`
 }
+
+// Match says which requests an interaction answers.
+type Match string
+
+// Match modes.
+const (
+	// MatchBody matches method, path, query and the canonical JSON body
+	// (sorted keys, ignored fields removed). Equal requests in a lane are
+	// answered in recorded order.
+	MatchBody Match = "body"
+	// MatchOrder matches method and path only, in recorded order per lane:
+	// for recordings whose request bodies came from another client.
+	MatchOrder Match = "order"
+)
+
+// ParseMatch parses a match mode name.
+func ParseMatch(s string) (Match, error) {
+	switch m := Match(s); m {
+	case MatchBody, MatchOrder:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown match mode %q: want body or order", s)
+}
+
+// LaneHeader is the request header under which a cassette stores the lane an
+// interaction was recorded in. The recorder adds it to what it saves and never
+// sends it to the server.
+const LaneHeader = "X-Dageval-Lane"
 
 // MatchMode is the cassette's declared match mode, "body" when unset.
 func (c *Cassette) MatchMode() Match {
@@ -135,17 +164,17 @@ func asParseError(file string, err error) *ParseError {
 	return &ParseError{File: file, Line: line, Msg: msg}
 }
 
-// ReadCassette reads a go-vcr cassette file (plain or gzip-compressed).
-func ReadCassette(path string) (*Cassette, error) {
+// Read reads a go-vcr cassette file (plain or gzip-compressed).
+func Read(path string) (*Cassette, error) {
 	data, err := readMaybeGzip(path)
 	if err != nil {
 		return nil, err
 	}
-	return ParseCassette(path, data)
+	return Parse(path, data)
 }
 
-// ParseCassette parses go-vcr cassette YAML; name labels errors.
-func ParseCassette(name string, data []byte) (*Cassette, error) {
+// Parse parses go-vcr cassette YAML; name labels errors.
+func Parse(name string, data []byte) (*Cassette, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
@@ -159,11 +188,11 @@ func ParseCassette(name string, data []byte) (*Cassette, error) {
 	}
 	switch v := mappingValue(root, "version"); {
 	case v == nil:
-		return nil, parseErrorf(name, root.Line, "version is missing (want %d, the go-vcr v4 format)", cassette.CassetteFormatVersion)
+		return nil, parseErrorf(name, root.Line, "version is missing (want %d, the go-vcr v4 format)", vcr.CassetteFormatVersion)
 	case v.Value == "1":
 		return nil, parseErrorf(name, v.Line, "version 1 is a vcrpy cassette; import it with `dageval cassette import --from vcrpy`")
-	case v.Value != strconv.Itoa(cassette.CassetteFormatVersion):
-		return nil, parseErrorf(name, v.Line, "version: got %q, want %d (go-vcr v4 format)", v.Value, cassette.CassetteFormatVersion)
+	case v.Value != strconv.Itoa(vcr.CassetteFormatVersion):
+		return nil, parseErrorf(name, v.Line, "version: got %q, want %d (go-vcr v4 format)", v.Value, vcr.CassetteFormatVersion)
 	}
 	c := &Cassette{Path: name, keys: &keyCache{m: map[keyRef]string{}}}
 	if err := root.Load(c, yaml.WithKnownFields()); err != nil {
@@ -246,13 +275,13 @@ func readMaybeGzip(path string) ([]byte, error) {
 // and renumbered, so concurrent recordings of the same conversation produce
 // the same bytes.
 func (c *Cassette) Marshal() ([]byte, error) {
-	out := Cassette{Version: cassette.CassetteFormatVersion, Meta: c.Meta}
-	out.Interactions = make([]*cassette.Interaction, len(c.Interactions))
+	out := Cassette{Version: vcr.CassetteFormatVersion, Meta: c.Meta}
+	out.Interactions = make([]*vcr.Interaction, len(c.Interactions))
 	for i, it := range c.Interactions {
 		cp := *it
 		out.Interactions[i] = &cp
 	}
-	slices.SortStableFunc(out.Interactions, func(a, b *cassette.Interaction) int {
+	slices.SortStableFunc(out.Interactions, func(a, b *vcr.Interaction) int {
 		return strings.Compare(a.Request.Headers.Get(LaneHeader), b.Request.Headers.Get(LaneHeader))
 	})
 	for i, it := range out.Interactions {
@@ -271,6 +300,30 @@ func statusText(code int) string {
 		return fmt.Sprintf("%d %s", code, t)
 	}
 	return fmt.Sprintf("%d", code)
+}
+
+// Response builds a fresh response to req from a recorded interaction;
+// nothing the client does to it reaches the cassette.
+func Response(req *http.Request, it *vcr.Interaction) *http.Response {
+	h := it.Response.Headers.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	status := it.Response.Status
+	if status == "" {
+		status = statusText(it.Response.Code)
+	}
+	return &http.Response{
+		Status:        status,
+		StatusCode:    it.Response.Code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          io.NopCloser(strings.NewReader(it.Response.Body)),
+		ContentLength: int64(len(it.Response.Body)),
+		Request:       req,
+	}
 }
 
 // parsed keeps recently parsed cassettes keyed by their exact bytes, so that
@@ -310,9 +363,10 @@ type pathStamp struct {
 	el      *list.Element
 }
 
-// loadCassette reads a cassette for replay. The result is shared: callers
-// must not modify it or its interactions.
-func loadCassette(path string) (*Cassette, error) {
+// ReadShared is Read for replay: a file read before, with the same bytes or
+// an unchanged stamp, comes from a cache. The result is shared: callers must
+// not modify it or its interactions.
+func ReadShared(path string) (*Cassette, error) {
 	fi, statErr := os.Stat(path)
 	stable := statErr == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) >= stableAge
 	if stable {
@@ -350,7 +404,7 @@ func loadCassette(path string) (*Cassette, error) {
 		return &c, nil
 	}
 	parsed.Unlock()
-	c, err := ParseCassette(path, data)
+	c, err := Parse(path, data)
 	if err != nil {
 		return nil, err
 	}
@@ -381,8 +435,51 @@ func loadCassette(path string) (*Cassette, error) {
 	return &cp, nil
 }
 
-// WriteCassetteFile writes cassette bytes (from Cassette.Marshal) to path
-// atomically, creating directories as needed.
-func WriteCassetteFile(path string, data []byte) error {
+// SecretError reports why a cassette was not written. It names where each
+// finding is, never the secret.
+type SecretError struct {
+	Path     string
+	Findings []string
+}
+
+func (e *SecretError) Error() string {
+	return fmt.Sprintf("fakes: refusing to write %s: it would contain secrets:\n  %s", e.Path, strings.Join(e.Findings, "\n  "))
+}
+
+// Write saves c (as Marshal renders it) to path atomically, creating
+// directories as needed, unless the file would hold a secret: one of the
+// values in secrets (see EnvSecrets), a sensitive header or query parameter
+// that is not redacted, or a key-shaped string. Then it returns a
+// *SecretError and leaves the file as it was.
+func Write(path string, c *Cassette, secrets []string) error {
+	scan := newSecretScanner(secrets)
+	var findings []string
+	for i, it := range c.Interactions {
+		for _, f := range scan.interaction(it) {
+			findings = append(findings, fmt.Sprintf("interaction %d (%s %s): %s", i, it.Request.Method, urlPath(it.Request.URL), f))
+		}
+	}
+	data, err := c.Marshal()
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", path, err)
+	}
+	if len(findings) == 0 {
+		// The file as a whole, in case encoding put a value somewhere unexpected.
+		for _, f := range scan.text("cassette file", string(data)) {
+			findings = append(findings, f.String())
+		}
+	}
+	if len(findings) > 0 {
+		return &SecretError{Path: path, Findings: findings}
+	}
 	return fileutil.WriteFileAtomic(path, data)
+}
+
+// urlPath is the path of a URL, which is safe to print where the query may
+// hold a secret.
+func urlPath(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Path
+	}
+	return "(unparseable URL)"
 }

@@ -1,4 +1,4 @@
-package fakes
+package recorder
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/dageval/dageval/fakes/cassette"
 )
 
 // maxDiffLines bounds the diff in a miss error; past it the diff is cut.
@@ -17,7 +19,7 @@ const maxDiffLines = 150
 // how the request differs from it.
 type MissError struct {
 	Cassette string
-	Match    Match
+	Match    cassette.Match
 	Lane     string
 	Method   string
 	URL      string
@@ -46,7 +48,7 @@ func (e *MissError) Error() string {
 		if e.Diff != "" {
 			b.WriteString("diff from the recorded request body to this request's:\n")
 			b.WriteString(e.Diff)
-		} else if e.Match == MatchBody {
+		} else if e.Match == cassette.MatchBody {
 			b.WriteString("the bodies are equal; the method, path or query differ\n")
 		}
 	} else {
@@ -74,10 +76,9 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 	defer r.mu.Unlock()
 	e := &MissError{Cassette: r.path, Match: r.match, Lane: lane, Method: req.Method, URL: req.URL.String(), Nearest: -1}
 	if u := *req.URL; u.RawQuery != "" {
-		red, _ := redactURL(u.String())
-		e.URL = red
+		e.URL = cassette.RedactURL(u.String())
 	}
-	e.Body = prettyBody(body, r.ignore)
+	e.Body = r.canon.Indent(body)
 
 	sameRoute := func(x *entry) bool { return x.method == req.Method && x.path == req.URL.Path }
 	laneOK := func(x *entry) bool { return x.lane == lane || x.lane == "" }
@@ -87,7 +88,7 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 	}{
 		{func(x *entry) bool { return !x.used && laneOK(x) && sameRoute(x) }, ""},
 		{func(x *entry) bool { return x.used && laneOK(x) && sameRoute(x) }, fmt.Sprintf("every interaction for %s %s in lane %q was already replayed: the run made more calls than were recorded.", req.Method, req.URL.Path, lane)},
-		{func(x *entry) bool { return !x.used && sameRoute(x) }, fmt.Sprintf("the cassette has unused interactions for %s %s, but in other lanes: the calls run under a different lane than when they were recorded (see fakes.WithLane).", req.Method, req.URL.Path)},
+		{func(x *entry) bool { return !x.used && sameRoute(x) }, fmt.Sprintf("the cassette has unused interactions for %s %s, but in other lanes: the calls run under a different lane than when they were recorded (see recorder.WithLane).", req.Method, req.URL.Path)},
 	}
 	for _, tier := range tiers {
 		var cands []*entry
@@ -102,12 +103,12 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 		best, bestEdits := cands[0], -1
 		var bestOld string
 		for _, x := range cands {
-			old := prettyBody([]byte(x.it.Request.Body), r.ignore)
+			old := r.canon.Indent([]byte(x.it.Request.Body))
 			n := len(udiff.Lines(old, e.Body))
 			if bestEdits < 0 || n < bestEdits {
 				best, bestEdits, bestOld = x, n, old
 			}
-			if r.match == MatchOrder {
+			if r.match == cassette.MatchOrder {
 				break // order mode answers with the first candidate, so that is the one to compare
 			}
 		}
@@ -126,7 +127,7 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 		} else {
 			note = append(note, "not yet replayed")
 		}
-		if q := best.query; q != matchQuery(req.URL) {
+		if q := best.query; q != cassette.MatchQuery(req.URL) {
 			note = append(note, fmt.Sprintf("query %q", q))
 		}
 		e.NearestNote = strings.Join(note, ", ")

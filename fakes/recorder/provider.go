@@ -1,4 +1,4 @@
-package fakes
+package recorder
 
 import (
 	"github.com/dageval/dageval/harness/provider"
@@ -20,11 +20,4 @@ func (r *Recorder) ProviderConfig(base provider.Config) provider.Config {
 		c.Retry.MaxAttempts = 1
 	}
 	return c
-}
-
-// RedactURL returns raw with the values of credential query parameters
-// (SensitiveQueryParams) replaced by Redacted, for printing a recorded URL.
-func RedactURL(raw string) string {
-	s, _ := redactURL(raw)
-	return s
 }

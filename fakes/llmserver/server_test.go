@@ -1,4 +1,4 @@
-package fakes_test
+package llmserver_test
 
 import (
 	"bufio"
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/internal/posttest"
+	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -110,16 +114,16 @@ func accumulateAnthropic(t *testing.T, body string) map[string]any {
 
 func TestAnthropicServerStreamsWhatItAnswers(t *testing.T) {
 	body := `{"model":"claude-sonnet-4-5","max_tokens":1024,"messages":[{"role":"user","content":"Weather in Paris and Tokyo?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]}`
-	plainSrv := fakes.NewServer(fakes.NewScripted(richAnswer()))
+	plainSrv := llmserver.NewServer(fakes.NewScripted(richAnswer()))
 	defer plainSrv.Close()
-	streamSrv := fakes.NewServer(fakes.NewScripted(richAnswer()))
+	streamSrv := llmserver.NewServer(fakes.NewScripted(richAnswer()))
 	defer streamSrv.Close()
 
-	plain := mustPost(t, context.Background(), http.DefaultClient, plainSrv.URL+"/v1/messages", body, anthropicHeaders("k")...)
-	require.Equal(t, 200, plain.status, plain.body)
-	assert.Equal(t, "application/json", plain.header.Get("Content-Type"))
-	assert.True(t, strings.HasPrefix(plain.header.Get("Request-Id"), "req_"))
-	want := decodeJSON(t, plain.body)
+	plain := posttest.MustPost(t, context.Background(), http.DefaultClient, plainSrv.URL+"/v1/messages", body, posttest.AnthropicHeaders("k")...)
+	require.Equal(t, 200, plain.Status, plain.Body)
+	assert.Equal(t, "application/json", plain.Header.Get("Content-Type"))
+	assert.True(t, strings.HasPrefix(plain.Header.Get("Request-Id"), "req_"))
+	want := decodeJSON(t, plain.Body)
 	assert.Equal(t, "message", want["type"])
 	assert.Equal(t, "claude-sonnet-4-5", want["model"], "the requested model is echoed")
 	assert.Equal(t, "tool_use", want["stop_reason"])
@@ -133,13 +137,13 @@ func TestAnthropicServerStreamsWhatItAnswers(t *testing.T) {
 	}, want["content"])
 
 	streamBody := strings.Replace(body, `"max_tokens":1024`, `"max_tokens":1024,"stream":true`, 1)
-	stream := mustPost(t, context.Background(), http.DefaultClient, streamSrv.URL+"/v1/messages", streamBody, anthropicHeaders("k")...)
-	require.Equal(t, 200, stream.status, stream.body)
-	assert.Equal(t, "text/event-stream; charset=utf-8", stream.header.Get("Content-Type"))
-	events := parseSSE(t, stream.body)
+	stream := posttest.MustPost(t, context.Background(), http.DefaultClient, streamSrv.URL+"/v1/messages", streamBody, posttest.AnthropicHeaders("k")...)
+	require.Equal(t, 200, stream.Status, stream.Body)
+	assert.Equal(t, "text/event-stream; charset=utf-8", stream.Header.Get("Content-Type"))
+	events := parseSSE(t, stream.Body)
 	assert.Equal(t, "message_start", events[0].event)
 	assert.Equal(t, "message_stop", events[len(events)-1].event)
-	got := accumulateAnthropic(t, stream.body)
+	got := accumulateAnthropic(t, stream.Body)
 	assert.Equal(t, want["content"], got["content"])
 	assert.Equal(t, want["stop_reason"], got["stop_reason"])
 	assert.Equal(t, want["usage"], got["usage"])
@@ -148,7 +152,7 @@ func TestAnthropicServerStreamsWhatItAnswers(t *testing.T) {
 
 func TestAnthropicServerDecodesRequests(t *testing.T) {
 	m := fakes.NewScripted(fakes.Reply("ok"))
-	srv := fakes.NewServer(m)
+	srv := llmserver.NewServer(m)
 	defer srv.Close()
 	body := `{
 	  "model": "claude-sonnet-4-5", "max_tokens": 2048, "temperature": 0.2, "stop_sequences": ["END"],
@@ -163,12 +167,12 @@ func TestAnthropicServerDecodesRequests(t *testing.T) {
 	    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "sunny"}], "is_error": true}, {"type": "text", "text": "Thanks."}]}
 	  ]
 	}`
-	r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", body, anthropicHeaders("k")...)
-	require.Equal(t, 200, r.status, r.body)
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", body, posttest.AnthropicHeaders("k")...)
+	require.Equal(t, 200, r.Status, r.Body)
 	got := srv.Requests()[0]
-	assert.Equal(t, fakes.APIAnthropicMessages, got.API)
+	assert.Equal(t, cassette.APIAnthropicMessages, got.API)
 	assert.Equal(t, "claude-sonnet-4-5", got.Model)
-	assert.Equal(t, fakes.Redacted, got.Header.Get("X-Api-Key"), "served requests never keep credentials")
+	assert.Equal(t, cassette.Redacted, got.Header.Get("X-Api-Key"), "served requests never keep credentials")
 	temp := 0.2
 	want := &llm.Request{
 		System: []llm.Block{{Type: llm.BlockText, Text: "You are terse.", CacheControl: llm.Ephemeral()}},
@@ -220,17 +224,17 @@ func TestAnthropicServerRejectsWireMistakes(t *testing.T) {
 		{"thinking budget too large", `{"model":"m","max_tokens":100,"thinking":{"type":"enabled","budget_tokens":200},"messages":[{"role":"user","content":"x"}]}`, nil, 400, "budget_tokens: must be less than max_tokens"},
 		{"not JSON", `{"model":`, nil, 400, "request body: invalid JSON"},
 	}
-	srv := fakes.NewServer(fakes.NewScripted())
+	srv := llmserver.NewServer(fakes.NewScripted())
 	defer srv.Close()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hdr := tt.header
 			if hdr == nil {
-				hdr = anthropicHeaders("k")
+				hdr = posttest.AnthropicHeaders("k")
 			}
-			r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", tt.body, hdr...)
-			assert.Equal(t, tt.status, r.status, r.body)
-			e := decodeJSON(t, r.body)
+			r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", tt.body, hdr...)
+			assert.Equal(t, tt.status, r.Status, r.Body)
+			e := decodeJSON(t, r.Body)
 			assert.Equal(t, "error", e["type"])
 			inner := e["error"].(map[string]any)
 			assert.Contains(t, inner["message"], tt.msg)
@@ -241,23 +245,23 @@ func TestAnthropicServerRejectsWireMistakes(t *testing.T) {
 			}
 		})
 	}
-	r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{}`, "X-Api-Key", "k", "Anthropic-Version", "v", "Content-Type", "text/plain")
-	assert.Equal(t, 400, r.status)
-	assert.Contains(t, r.body, "content-type must be application/json")
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{}`, "X-Api-Key", "k", "Anthropic-Version", "v", "Content-Type", "text/plain")
+	assert.Equal(t, 400, r.Status)
+	assert.Contains(t, r.Body, "content-type must be application/json")
 }
 
 // OpenAI Chat Completions
 
 func TestChatServerStreamsWhatItAnswers(t *testing.T) {
 	body := `{"model":"gpt-4o","messages":[{"role":"user","content":"Weather in Paris and Tokyo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`
-	plainSrv := fakes.NewServer(fakes.NewScripted(richAnswer()))
+	plainSrv := llmserver.NewServer(fakes.NewScripted(richAnswer()))
 	defer plainSrv.Close()
-	streamSrv := fakes.NewServer(fakes.NewScripted(richAnswer()))
+	streamSrv := llmserver.NewServer(fakes.NewScripted(richAnswer()))
 	defer streamSrv.Close()
 
-	plain := mustPost(t, context.Background(), http.DefaultClient, plainSrv.OpenAIBaseURL()+"/chat/completions", body, openAIHeaders("k")...)
-	require.Equal(t, 200, plain.status, plain.body)
-	want := decodeJSON(t, plain.body)
+	plain := posttest.MustPost(t, context.Background(), http.DefaultClient, plainSrv.OpenAIBaseURL()+"/chat/completions", body, posttest.OpenAIHeaders("k")...)
+	require.Equal(t, 200, plain.Status, plain.Body)
+	want := decodeJSON(t, plain.Body)
 	assert.Equal(t, "chat.completion", want["object"])
 	assert.Regexp(t, `^chatcmpl-[0-9A-Za-z]{29}$`, want["id"])
 	assert.Equal(t, 1767225600.0, want["created"], "a fixed clock, never the wall clock")
@@ -276,9 +280,9 @@ func TestChatServerStreamsWhatItAnswers(t *testing.T) {
 	assert.Equal(t, 30.0, usage["prompt_tokens_details"].(map[string]any)["cached_tokens"])
 
 	streamBody := strings.Replace(body, `"model":"gpt-4o"`, `"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true}`, 1)
-	stream := mustPost(t, context.Background(), http.DefaultClient, streamSrv.OpenAIBaseURL()+"/chat/completions", streamBody, openAIHeaders("k")...)
-	require.Equal(t, 200, stream.status, stream.body)
-	events := parseSSE(t, stream.body)
+	stream := posttest.MustPost(t, context.Background(), http.DefaultClient, streamSrv.OpenAIBaseURL()+"/chat/completions", streamBody, posttest.OpenAIHeaders("k")...)
+	require.Equal(t, 200, stream.Status, stream.Body)
+	events := parseSSE(t, stream.Body)
 	require.Equal(t, "[DONE]", events[len(events)-1].data)
 	text, finish := "", ""
 	type call struct{ ID, Name, Args string }
@@ -326,14 +330,14 @@ func TestChatServerStreamsWhatItAnswers(t *testing.T) {
 	assert.Equal(t, usage, gotUsage)
 
 	// Without include_usage there is no usage chunk and no usage field.
-	srv3 := fakes.NewServer(fakes.NewScripted(fakes.Reply("hi there")))
+	srv3 := llmserver.NewServer(fakes.NewScripted(fakes.Reply("hi there")))
 	defer srv3.Close()
-	r := mustPost(t, context.Background(), http.DefaultClient, srv3.OpenAIBaseURL()+"/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`, openAIHeaders("k")...)
-	assert.NotContains(t, r.body, `"usage"`)
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv3.OpenAIBaseURL()+"/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`, posttest.OpenAIHeaders("k")...)
+	assert.NotContains(t, r.Body, `"usage"`)
 }
 
 func TestChatServerDecodesRequests(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("ok")))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("ok")))
 	defer srv.Close()
 	body := `{
 	  "model": "gpt-4o", "max_completion_tokens": 300, "seed": 7, "stop": "END", "user": "u1",
@@ -349,8 +353,8 @@ func TestChatServerDecodesRequests(t *testing.T) {
 	    {"role": "tool", "tool_call_id": "call_a", "content": [{"type": "text", "text": "sunny"}]}
 	  ]
 	}`
-	r := mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", body, openAIHeaders("k")...)
-	require.Equal(t, 200, r.status, r.body)
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", body, posttest.OpenAIHeaders("k")...)
+	require.Equal(t, 200, r.Status, r.Body)
 	seed := int64(7)
 	want := &llm.Request{
 		System: []llm.Block{llm.TextBlock("Be terse."), llm.TextBlock("Use tools.")},
@@ -387,17 +391,17 @@ func TestChatServerRejectsWireMistakes(t *testing.T) {
 		{"image in a system message", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"http://x"}}]},{"role":"user","content":"x"}]}`, nil, 400, "image parts are only allowed in user messages"},
 		{"schema without name", `{"model":"m","response_format":{"type":"json_schema","json_schema":{"schema":{}}},"messages":[{"role":"user","content":"x"}]}`, nil, 400, "response_format.json_schema.name"},
 	}
-	srv := fakes.NewServer(fakes.NewScripted())
+	srv := llmserver.NewServer(fakes.NewScripted())
 	defer srv.Close()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hdr := tt.header
 			if hdr == nil {
-				hdr = openAIHeaders("k")
+				hdr = posttest.OpenAIHeaders("k")
 			}
-			r := mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", tt.body, hdr...)
-			assert.Equal(t, tt.status, r.status, r.body)
-			e := decodeJSON(t, r.body)["error"].(map[string]any)
+			r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", tt.body, hdr...)
+			assert.Equal(t, tt.status, r.Status, r.Body)
+			e := decodeJSON(t, r.Body)["error"].(map[string]any)
 			assert.Contains(t, e["message"], tt.msg)
 			assert.Equal(t, "invalid_request_error", e["type"])
 			assert.Contains(t, e, "param")
@@ -410,14 +414,14 @@ func TestChatServerRejectsWireMistakes(t *testing.T) {
 
 func TestResponsesServerStreamsWhatItAnswers(t *testing.T) {
 	body := `{"model":"gpt-5","input":"Weather in Paris and Tokyo?","tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"},"strict":false}]}`
-	plainSrv := fakes.NewServer(fakes.NewScripted(richAnswer()))
+	plainSrv := llmserver.NewServer(fakes.NewScripted(richAnswer()))
 	defer plainSrv.Close()
-	streamSrv := fakes.NewServer(fakes.NewScripted(richAnswer()))
+	streamSrv := llmserver.NewServer(fakes.NewScripted(richAnswer()))
 	defer streamSrv.Close()
 
-	plain := mustPost(t, context.Background(), http.DefaultClient, plainSrv.OpenAIBaseURL()+"/responses", body, openAIHeaders("k")...)
-	require.Equal(t, 200, plain.status, plain.body)
-	want := decodeJSON(t, plain.body)
+	plain := posttest.MustPost(t, context.Background(), http.DefaultClient, plainSrv.OpenAIBaseURL()+"/responses", body, posttest.OpenAIHeaders("k")...)
+	require.Equal(t, 200, plain.Status, plain.Body)
+	want := decodeJSON(t, plain.Body)
 	assert.Equal(t, "response", want["object"])
 	assert.Equal(t, "completed", want["status"])
 	assert.Regexp(t, `^resp_[0-9A-Za-z]{48}$`, want["id"])
@@ -441,9 +445,9 @@ func TestResponsesServerStreamsWhatItAnswers(t *testing.T) {
 	assert.Len(t, want["tools"], 1, "the request's tools are echoed")
 
 	streamBody := strings.Replace(body, `"model":"gpt-5"`, `"model":"gpt-5","stream":true`, 1)
-	stream := mustPost(t, context.Background(), http.DefaultClient, streamSrv.OpenAIBaseURL()+"/responses", streamBody, openAIHeaders("k")...)
-	require.Equal(t, 200, stream.status, stream.body)
-	events := parseSSE(t, stream.body)
+	stream := posttest.MustPost(t, context.Background(), http.DefaultClient, streamSrv.OpenAIBaseURL()+"/responses", streamBody, posttest.OpenAIHeaders("k")...)
+	require.Equal(t, 200, stream.Status, stream.Body)
+	events := parseSSE(t, stream.Body)
 	assert.Equal(t, "response.created", events[0].event)
 	last := decodeJSON(t, events[len(events)-1].data)
 	assert.Equal(t, "response.completed", last["type"])
@@ -477,7 +481,7 @@ func TestResponsesServerStreamsWhatItAnswers(t *testing.T) {
 }
 
 func TestResponsesServerDecodesRequests(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("ok")))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("ok")))
 	defer srv.Close()
 	body := `{
 	  "model": "gpt-5", "instructions": "Be terse.", "max_output_tokens": 500, "store": false,
@@ -493,8 +497,8 @@ func TestResponsesServerDecodesRequests(t *testing.T) {
 	    {"role": "developer", "content": "Answer in JSON."}
 	  ]
 	}`
-	r := mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", body, openAIHeaders("k")...)
-	require.Equal(t, 200, r.status, r.body)
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", body, posttest.OpenAIHeaders("k")...)
+	require.Equal(t, 200, r.Status, r.Body)
 	want := &llm.Request{
 		System: []llm.Block{llm.TextBlock("Be terse.")},
 		Messages: []llm.Message{
@@ -510,7 +514,7 @@ func TestResponsesServerDecodesRequests(t *testing.T) {
 		MaxTokens:      500,
 	}
 	assert.Equal(t, want, srv.Requests()[0].Request)
-	resp := decodeJSON(t, r.body)
+	resp := decodeJSON(t, r.Body)
 	assert.Equal(t, false, resp["store"])
 	assert.Equal(t, "Be terse.", resp["instructions"])
 }
@@ -529,17 +533,17 @@ func TestResponsesServerRejectsWireMistakes(t *testing.T) {
 		{"unknown item type", `{"model":"m","input":[{"type":"computer_call","call_id":"c"}]}`, nil, 400, `item type "computer_call" is not supported by the local server`},
 		{"non-function tool", `{"model":"m","input":"x","tools":[{"type":"web_search"}]}`, nil, 400, `supports function tools, got "web_search"`},
 	}
-	srv := fakes.NewServer(fakes.NewScripted())
+	srv := llmserver.NewServer(fakes.NewScripted())
 	defer srv.Close()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hdr := tt.header
 			if hdr == nil {
-				hdr = openAIHeaders("k")
+				hdr = posttest.OpenAIHeaders("k")
 			}
-			r := mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", tt.body, hdr...)
-			assert.Equal(t, tt.status, r.status, r.body)
-			e := decodeJSON(t, r.body)["error"].(map[string]any)
+			r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", tt.body, hdr...)
+			assert.Equal(t, tt.status, r.Status, r.Body)
+			e := decodeJSON(t, r.Body)["error"].(map[string]any)
 			assert.Contains(t, e["message"], tt.msg)
 		})
 	}
@@ -548,9 +552,9 @@ func TestResponsesServerRejectsWireMistakes(t *testing.T) {
 // Behaviour shared by all three formats.
 
 func TestServerAuth(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewRuleModel(fakes.Rule{Reply: func(*llm.Request) (*llm.Response, error) {
+	srv := llmserver.NewServer(fakes.NewRuleModel(fakes.Rule{Reply: func(*llm.Request) (*llm.Response, error) {
 		return &llm.Response{Message: llm.Assistant("ok")}, nil
-	}}), fakes.WithServerAPIKey("right-key"))
+	}}), llmserver.WithAPIKey("right-key"))
 	defer srv.Close()
 	anth := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`
 	chat := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
@@ -561,20 +565,20 @@ func TestServerAuth(t *testing.T) {
 		status           int
 		msg              string
 	}{
-		{"anthropic right key", "/v1/messages", anth, anthropicHeaders("right-key"), 200, ""},
+		{"anthropic right key", "/v1/messages", anth, posttest.AnthropicHeaders("right-key"), 200, ""},
 		{"anthropic bearer", "/v1/messages", anth, []string{"Authorization", "Bearer right-key", "Anthropic-Version", "v"}, 200, ""},
-		{"anthropic wrong key", "/v1/messages", anth, anthropicHeaders("wrong"), 401, "invalid x-api-key"},
-		{"chat right key", "/v1/chat/completions", chat, openAIHeaders("right-key"), 200, ""},
+		{"anthropic wrong key", "/v1/messages", anth, posttest.AnthropicHeaders("wrong"), 401, "invalid x-api-key"},
+		{"chat right key", "/v1/chat/completions", chat, posttest.OpenAIHeaders("right-key"), 200, ""},
 		{"chat azure api-key", "/v1/chat/completions", chat, []string{"Api-Key", "right-key"}, 200, ""},
-		{"chat wrong key", "/v1/chat/completions", chat, openAIHeaders("wrong"), 401, "Incorrect API key provided."},
-		{"responses wrong key", "/v1/responses", resp, openAIHeaders("wrong"), 401, "Incorrect API key provided."},
+		{"chat wrong key", "/v1/chat/completions", chat, posttest.OpenAIHeaders("wrong"), 401, "Incorrect API key provided."},
+		{"responses wrong key", "/v1/responses", resp, posttest.OpenAIHeaders("wrong"), 401, "Incorrect API key provided."},
 		{"responses x-api-key is not OpenAI auth", "/v1/responses", resp, []string{"X-Api-Key", "right-key"}, 401, "You didn't provide an API key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+tt.path, tt.body, tt.header...)
-			assert.Equal(t, tt.status, r.status, r.body)
-			assert.Contains(t, r.body, tt.msg)
+			r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+tt.path, tt.body, tt.header...)
+			assert.Equal(t, tt.status, r.Status, r.Body)
+			assert.Contains(t, r.Body, tt.msg)
 		})
 	}
 	for _, sr := range srv.Requests() {
@@ -588,21 +592,21 @@ func TestServerRoutesByModelAndTellsTheModelWhatItServes(t *testing.T) {
 			return &llm.Response{Message: llm.Assistant(name)}, nil
 		}})
 	}
-	var seen []fakes.ServedCall
+	var seen []llmserver.ServedCall
 	spy := llmFunc(func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-		c, ok := fakes.ServedCallFrom(ctx)
+		c, ok := llmserver.ServedCallFrom(ctx)
 		require.True(t, ok)
 		seen = append(seen, c)
 		return &llm.Response{Message: llm.Assistant("default")}, nil
 	})
-	srv := fakes.NewServer(spy, fakes.WithModelFor("grader-model", echo("grader")))
+	srv := llmserver.NewServer(spy, llmserver.WithModelFor("grader-model", echo("grader")))
 	defer srv.Close()
-	r := mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", `{"model":"grader-model","messages":[{"role":"user","content":"x"}]}`, openAIHeaders("k")...)
-	assert.Contains(t, r.body, `"content":"grader"`)
-	r = mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", `{"model":"gpt-5","stream":true,"input":"x"}`, openAIHeaders("k")...)
-	assert.Contains(t, r.body, `"text":"default"`)
-	assert.Equal(t, []fakes.ServedCall{{API: fakes.APIOpenAIResponses, Model: "gpt-5", Stream: true, Call: 2}}, seen)
-	_, ok := fakes.ServedCallFrom(context.Background())
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", `{"model":"grader-model","messages":[{"role":"user","content":"x"}]}`, posttest.OpenAIHeaders("k")...)
+	assert.Contains(t, r.Body, `"content":"grader"`)
+	r = posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", `{"model":"gpt-5","stream":true,"input":"x"}`, posttest.OpenAIHeaders("k")...)
+	assert.Contains(t, r.Body, `"text":"default"`)
+	assert.Equal(t, []llmserver.ServedCall{{API: cassette.APIOpenAIResponses, Model: "gpt-5", Stream: true, Call: 2}}, seen)
+	_, ok := llmserver.ServedCallFrom(context.Background())
 	assert.False(t, ok)
 }
 
@@ -627,13 +631,13 @@ func TestServerStopReasons(t *testing.T) {
 			step := func() fakes.Step {
 				return fakes.Respond(llm.Response{Message: llm.Assistant("partial"), StopReason: tt.stop})
 			}
-			srv := fakes.NewServer(fakes.NewScripted(step(), step(), step()))
+			srv := llmserver.NewServer(fakes.NewScripted(step(), step(), step()))
 			defer srv.Close()
-			a := decodeJSON(t, mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, anthropicHeaders("k")...).body)
+			a := decodeJSON(t, posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, posttest.AnthropicHeaders("k")...).Body)
 			assert.Equal(t, tt.anthropic, a["stop_reason"])
-			c := decodeJSON(t, mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, openAIHeaders("k")...).body)
+			c := decodeJSON(t, posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, posttest.OpenAIHeaders("k")...).Body)
 			assert.Equal(t, tt.chat, c["choices"].([]any)[0].(map[string]any)["finish_reason"])
-			r := decodeJSON(t, mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", `{"model":"m","input":"x"}`, openAIHeaders("k")...).body)
+			r := decodeJSON(t, posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", `{"model":"m","input":"x"}`, posttest.OpenAIHeaders("k")...).Body)
 			assert.Equal(t, tt.respStatus, r["status"])
 			if tt.stop == llm.StopMaxTokens {
 				assert.Equal(t, map[string]any{"reason": "max_output_tokens"}, r["incomplete_details"])
@@ -644,72 +648,72 @@ func TestServerStopReasons(t *testing.T) {
 
 func TestServerIDsAreDeterministic(t *testing.T) {
 	body := `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`
-	answer := func() *fakes.Server {
-		return fakes.NewServer(fakes.NewScripted(fakes.Reply("a"), fakes.Reply("a"), fakes.Reply("a")))
+	answer := func() *llmserver.Server {
+		return llmserver.NewServer(fakes.NewScripted(fakes.Reply("a"), fakes.Reply("a"), fakes.Reply("a")))
 	}
 	s1, s2 := answer(), answer()
 	defer s1.Close()
 	defer s2.Close()
-	first := mustPost(t, context.Background(), http.DefaultClient, s1.URL+"/v1/messages", body, anthropicHeaders("k")...)
-	same := mustPost(t, context.Background(), http.DefaultClient, s2.URL+"/v1/messages", body, anthropicHeaders("k")...)
-	assert.Equal(t, first.body, same.body, "two servers answer the same request identically")
-	assert.Equal(t, first.header.Get("Request-Id"), same.header.Get("Request-Id"))
-	again := mustPost(t, context.Background(), http.DefaultClient, s1.URL+"/v1/messages", body, anthropicHeaders("k")...)
-	assert.NotEqual(t, decodeJSON(t, first.body)["id"], decodeJSON(t, again.body)["id"], "a repeated request gets a new id")
-	other := mustPost(t, context.Background(), http.DefaultClient, s2.URL+"/v1/messages", strings.Replace(body, `"x"`, `"y"`, 1), anthropicHeaders("k")...)
-	assert.NotEqual(t, decodeJSON(t, first.body)["id"], decodeJSON(t, other.body)["id"])
+	first := posttest.MustPost(t, context.Background(), http.DefaultClient, s1.URL+"/v1/messages", body, posttest.AnthropicHeaders("k")...)
+	same := posttest.MustPost(t, context.Background(), http.DefaultClient, s2.URL+"/v1/messages", body, posttest.AnthropicHeaders("k")...)
+	assert.Equal(t, first.Body, same.Body, "two servers answer the same request identically")
+	assert.Equal(t, first.Header.Get("Request-Id"), same.Header.Get("Request-Id"))
+	again := posttest.MustPost(t, context.Background(), http.DefaultClient, s1.URL+"/v1/messages", body, posttest.AnthropicHeaders("k")...)
+	assert.NotEqual(t, decodeJSON(t, first.Body)["id"], decodeJSON(t, again.Body)["id"], "a repeated request gets a new id")
+	other := posttest.MustPost(t, context.Background(), http.DefaultClient, s2.URL+"/v1/messages", strings.Replace(body, `"x"`, `"y"`, 1), posttest.AnthropicHeaders("k")...)
+	assert.NotEqual(t, decodeJSON(t, first.Body)["id"], decodeJSON(t, other.Body)["id"])
 }
 
 func TestServerFaults(t *testing.T) {
 	anth := `{"model":"m","max_tokens":50,"messages":[{"role":"user","content":"x"}]}`
 	t.Run("rate limit with retry-after, then success", func(t *testing.T) {
 		m := fakes.NewScripted(fakes.Reply("after the retry"))
-		srv := fakes.NewServer(m)
+		srv := llmserver.NewServer(m)
 		defer srv.Close()
-		srv.FailOn(1, fakes.Fault{Status: 429, Header: http.Header{"Retry-After": {"2"}}})
-		r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, anthropicHeaders("k")...)
-		assert.Equal(t, 429, r.status)
-		assert.Equal(t, "2", r.header.Get("Retry-After"))
-		assert.Equal(t, "rate_limit_error", decodeJSON(t, r.body)["error"].(map[string]any)["type"])
+		srv.FailOn(1, llmserver.Fault{Status: 429, Header: http.Header{"Retry-After": {"2"}}})
+		r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, posttest.AnthropicHeaders("k")...)
+		assert.Equal(t, 429, r.Status)
+		assert.Equal(t, "2", r.Header.Get("Retry-After"))
+		assert.Equal(t, "rate_limit_error", decodeJSON(t, r.Body)["error"].(map[string]any)["type"])
 		assert.Equal(t, 0, m.CallCount(), "a faulted call does not reach the model")
-		r = mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, anthropicHeaders("k")...)
-		assert.Equal(t, 200, r.status)
-		assert.Contains(t, r.body, "after the retry")
+		r = posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, posttest.AnthropicHeaders("k")...)
+		assert.Equal(t, 200, r.Status)
+		assert.Contains(t, r.Body, "after the retry")
 		reqs := srv.Requests()
 		assert.Equal(t, 429, reqs[0].Status)
 		assert.Equal(t, "injected fault", reqs[0].Error)
 		assert.Equal(t, 200, reqs[1].Status)
 	})
 	t.Run("provider-shaped error bodies", func(t *testing.T) {
-		srv := fakes.NewServer(fakes.NewScripted())
+		srv := llmserver.NewServer(fakes.NewScripted())
 		defer srv.Close()
-		srv.FailOn(1, fakes.Fault{Status: 529}).FailOn(2, fakes.Fault{Status: 500}).FailOn(3, fakes.Fault{Status: 503, Body: "upstream gone"})
-		r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, anthropicHeaders("k")...)
-		assert.Equal(t, 529, r.status)
-		assert.Equal(t, "overloaded_error", decodeJSON(t, r.body)["error"].(map[string]any)["type"])
-		r = mustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", `{}`, openAIHeaders("k")...)
-		assert.Equal(t, 500, r.status)
-		e := decodeJSON(t, r.body)["error"].(map[string]any)
+		srv.FailOn(1, llmserver.Fault{Status: 529}).FailOn(2, llmserver.Fault{Status: 500}).FailOn(3, llmserver.Fault{Status: 503, Body: "upstream gone"})
+		r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, posttest.AnthropicHeaders("k")...)
+		assert.Equal(t, 529, r.Status)
+		assert.Equal(t, "overloaded_error", decodeJSON(t, r.Body)["error"].(map[string]any)["type"])
+		r = posttest.MustPost(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/chat/completions", `{}`, posttest.OpenAIHeaders("k")...)
+		assert.Equal(t, 500, r.Status)
+		e := decodeJSON(t, r.Body)["error"].(map[string]any)
 		assert.Equal(t, "server_error", e["type"])
 		assert.Equal(t, "server_error", e["code"])
-		r = mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, anthropicHeaders("k")...)
-		assert.Equal(t, 503, r.status)
-		assert.Equal(t, "upstream gone", r.body)
+		r = posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, posttest.AnthropicHeaders("k")...)
+		assert.Equal(t, 503, r.Status)
+		assert.Equal(t, "upstream gone", r.Body)
 	})
 	t.Run("truncated stream", func(t *testing.T) {
-		srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("one two three four five six seven eight")))
+		srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("one two three four five six seven eight")))
 		defer srv.Close()
-		srv.FailOn(1, fakes.Fault{Truncate: true})
-		r, err := post(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", strings.Replace(anth, `"max_tokens":50`, `"max_tokens":50,"stream":true`, 1), anthropicHeaders("k")...)
+		srv.FailOn(1, llmserver.Fault{Truncate: true})
+		r, err := posttest.Post(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", strings.Replace(anth, `"max_tokens":50`, `"max_tokens":50,"stream":true`, 1), posttest.AnthropicHeaders("k")...)
 		require.Error(t, err)
 		assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
-		assert.Zero(t, r.status)
+		assert.Zero(t, r.Status)
 		assert.Equal(t, "truncated", srv.Requests()[0].Error)
 	})
 	t.Run("truncated stream reads as far as the cut", func(t *testing.T) {
-		srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("one two three four")))
+		srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("one two three four")))
 		defer srv.Close()
-		srv.FailOn(1, fakes.Fault{Truncate: true, TruncateAfter: 3})
+		srv.FailOn(1, llmserver.Fault{Truncate: true, TruncateAfter: 3})
 		req, _ := http.NewRequest(http.MethodPost, srv.OpenAIBaseURL()+"/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer k")
@@ -728,24 +732,24 @@ func TestServerFaults(t *testing.T) {
 		assert.ErrorIs(t, sc.Err(), io.ErrUnexpectedEOF)
 	})
 	t.Run("truncated JSON", func(t *testing.T) {
-		srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("a whole answer")))
+		srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("a whole answer")))
 		defer srv.Close()
-		srv.FailOn(1, fakes.Fault{Truncate: true})
-		_, err := post(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", `{"model":"m","input":"x"}`, openAIHeaders("k")...)
+		srv.FailOn(1, llmserver.Fault{Truncate: true})
+		_, err := posttest.Post(t, context.Background(), http.DefaultClient, srv.OpenAIBaseURL()+"/responses", `{"model":"m","input":"x"}`, posttest.OpenAIHeaders("k")...)
 		assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	})
 	t.Run("stall until the client gives up", func(t *testing.T) {
-		srv := fakes.NewServer(fakes.NewScripted(fakes.Reply("never")))
-		srv.FailOn(1, fakes.Fault{Stall: true})
+		srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply("never")))
+		srv.FailOn(1, llmserver.Fault{Stall: true})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
-		_, err := post(t, ctx, http.DefaultClient, srv.URL+"/v1/messages", anth, anthropicHeaders("k")...)
+		_, err := posttest.Post(t, ctx, http.DefaultClient, srv.URL+"/v1/messages", anth, posttest.AnthropicHeaders("k")...)
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		// A stalled request does not keep Close from returning.
-		srv.FailOn(2, fakes.Fault{Stall: true})
+		srv.FailOn(2, llmserver.Fault{Stall: true})
 		done := make(chan struct{})
 		go func() {
-			_, _ = post(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, anthropicHeaders("k")...)
+			_, _ = posttest.Post(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", anth, posttest.AnthropicHeaders("k")...)
 			close(done)
 		}()
 		for len(srv.Requests()) < 2 {
@@ -758,7 +762,7 @@ func TestServerFaults(t *testing.T) {
 
 func TestServerStreamsIncrementallyAndStopsOnCancel(t *testing.T) {
 	words := strings.Repeat("word ", 50)
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Reply(words)), fakes.WithStreamDelay(5*time.Millisecond))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Reply(words)), llmserver.WithStreamDelay(5*time.Millisecond))
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.OpenAIBaseURL()+"/chat/completions", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`))
@@ -781,11 +785,11 @@ func TestServerStreamsIncrementallyAndStopsOnCancel(t *testing.T) {
 }
 
 func TestServerRefusesOtherRoutes(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewScripted())
+	srv := llmserver.NewServer(fakes.NewScripted())
 	defer srv.Close()
-	r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/embeddings", `{}`, openAIHeaders("k")...)
-	assert.Equal(t, 404, r.status)
-	assert.Contains(t, r.body, "serves POST /v1/messages, /v1/chat/completions and /v1/responses")
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/embeddings", `{}`, posttest.OpenAIHeaders("k")...)
+	assert.Equal(t, 404, r.Status)
+	assert.Contains(t, r.Body, "serves POST /v1/messages, /v1/chat/completions and /v1/responses")
 	resp, err := http.Get(srv.URL + "/v1/messages")
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -793,24 +797,36 @@ func TestServerRefusesOtherRoutes(t *testing.T) {
 }
 
 func TestServerReportsModelErrors(t *testing.T) {
-	srv := fakes.NewServer(fakes.NewScripted(fakes.Fail(errors.New("script says no"))))
+	srv := llmserver.NewServer(fakes.NewScripted(fakes.Fail(errors.New("script says no"))))
 	defer srv.Close()
-	r := mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, anthropicHeaders("k")...)
-	assert.Equal(t, 500, r.status)
-	assert.Contains(t, r.body, `"type":"api_error"`)
-	assert.Contains(t, r.body, "script says no")
-	r = mustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, anthropicHeaders("k")...)
-	assert.Equal(t, 500, r.status)
-	assert.Contains(t, r.body, "no more responses", "an exhausted script is a server error, visible to the client")
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, posttest.AnthropicHeaders("k")...)
+	assert.Equal(t, 500, r.Status)
+	assert.Contains(t, r.Body, `"type":"api_error"`)
+	assert.Contains(t, r.Body, "script says no")
+	r = posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, posttest.AnthropicHeaders("k")...)
+	assert.Equal(t, 500, r.Status)
+	assert.Contains(t, r.Body, "no more responses", "an exhausted script is a server error, visible to the client")
 }
 
-func TestNewHandlerMounts(t *testing.T) {
-	h := fakes.NewHandler(fakes.NewScripted(fakes.Reply("mounted")))
+func TestUnstartedServerMounts(t *testing.T) {
+	h := llmserver.NewUnstartedServer(fakes.NewScripted(fakes.Reply("mounted")))
 	mux := http.NewServeMux()
 	mux.Handle("/provider/", http.StripPrefix("/provider", h))
-	ts := newTestServer(t, mux)
-	r := mustPost(t, context.Background(), http.DefaultClient, ts+"/provider/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, anthropicHeaders("k")...)
-	assert.Equal(t, 200, r.status, r.body)
-	assert.Contains(t, r.body, "mounted")
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, ts.URL+"/provider/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, posttest.AnthropicHeaders("k")...)
+	assert.Equal(t, 200, r.Status, r.Body)
+	assert.Contains(t, r.Body, "mounted")
 	assert.Empty(t, h.URL)
+}
+
+func TestUnstartedServerStarts(t *testing.T) {
+	srv := llmserver.NewUnstartedServer(fakes.NewScripted(fakes.Reply("started")), llmserver.WithAPIKey("k"))
+	require.Empty(t, srv.URL)
+	srv.Start()
+	defer srv.Close()
+	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, posttest.AnthropicHeaders("k")...)
+	assert.Equal(t, 200, r.Status, r.Body)
+	assert.Contains(t, r.Body, "started")
+	assert.Panics(t, srv.Start, "a server starts once")
 }

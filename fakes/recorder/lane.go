@@ -1,15 +1,10 @@
-package fakes
+package recorder
 
 import (
 	"context"
 
 	"github.com/dageval/dageval/harness/agent"
 )
-
-// LaneHeader is the request header under which a cassette stores the lane an
-// interaction was recorded in. The recorder adds it to what it saves and never
-// sends it to the server.
-const LaneHeader = "X-Dageval-Lane"
 
 type laneKey struct{}
 
