@@ -2,7 +2,6 @@ package evals
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness"
@@ -34,15 +33,15 @@ type cellModels struct {
 	resolve func(spec string) (llm.ChatModel, error)
 }
 
+// providerConfig is what every resolver of the run shares; the HTTP client,
+// replay flag and retries come from where the calls go (see models).
+func (r *runner) providerConfig() provider.Config { return provider.Config{Getenv: r.getenv} }
+
 // newResolver builds the model resolver a cell (or validation) uses: the
-// built-in adapters over client, with the suite's providers and the run's
+// built-in adapters with cfg, the suite's providers and the run's
 // per-provider limits.
-func (r *runner) newResolver(client *http.Client) (func(string) (llm.ChatModel, error), error) {
-	res := builtin.NewResolver(provider.Config{
-		HTTPClient: client,
-		Replay:     r.mode == recorder.ModeReplay,
-		Getenv:     r.getenv,
-	})
+func (r *runner) newResolver(cfg provider.Config) (func(string) (llm.ChatModel, error), error) {
+	res := builtin.NewResolver(cfg)
 	if err := res.SetEntries(r.entries); err != nil {
 		return nil, err
 	}
@@ -66,7 +65,9 @@ func (r *runner) newResolver(client *http.Client) (func(string) (llm.ChatModel, 
 func (r *runner) models(cell Cell) (*cellModels, error) {
 	if r.mode == recorder.ModeLive {
 		// Live calls keep nothing, so they need no recorder in the way.
-		resolve, err := r.newResolver(r.liveClient)
+		cfg := r.providerConfig()
+		cfg.HTTPClient = r.liveClient
+		resolve, err := r.newResolver(cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +81,9 @@ func (r *runner) models(cell Cell) (*cellModels, error) {
 	if err != nil {
 		return nil, err
 	}
-	resolve, err := r.newResolver(rec.Client())
+	// The recorder's config turns the SDK's retries off while recording, so
+	// that a retried failure never lands in the cassette ahead of its answer.
+	resolve, err := r.newResolver(rec.ProviderConfig(r.providerConfig()))
 	if err != nil {
 		return nil, err
 	}

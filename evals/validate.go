@@ -137,7 +137,9 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) error {
 	if s.Agent.Spec == nil {
 		return nil // a factory is only called for real cells
 	}
-	resolve, err := r.newResolver(&http.Client{Transport: noCalls{}})
+	cfg := r.providerConfig()
+	cfg.HTTPClient, cfg.Replay = &http.Client{Transport: noCalls{}}, r.mode == recorder.ModeReplay
+	resolve, err := r.newResolver(cfg)
 	if err != nil {
 		return err
 	}
