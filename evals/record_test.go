@@ -1,16 +1,15 @@
 package evals_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"context"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -135,36 +134,65 @@ func TestStaleCellFilesArePruned(t *testing.T) {
 	assert.Equal(t, 1, lines)
 }
 
-// blockingModel answers after a pause and records how many calls it was
-// answering at once.
-type blockingModel struct {
-	inFlight, peak atomic.Int64
+// gateModel holds every call until want calls are in flight at once, then
+// lets every call through, and records the most calls it saw in flight. A
+// run that never reaches want concurrent calls fails after a generous wait
+// instead of hanging.
+type gateModel struct {
+	want int
+	open chan struct{}
+
 	mu             sync.Mutex
+	inFlight, peak int
+	opened         bool
 }
 
-func (b *blockingModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	n := b.inFlight.Add(1)
-	defer b.inFlight.Add(-1)
-	b.mu.Lock()
-	if n > b.peak.Load() {
-		b.peak.Store(n)
+func newGateModel(want int) *gateModel { return &gateModel{want: want, open: make(chan struct{})} }
+
+func (g *gateModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	g.mu.Lock()
+	g.inFlight++
+	g.peak = max(g.peak, g.inFlight)
+	if g.inFlight == g.want && !g.opened {
+		g.opened = true
+		close(g.open)
 	}
-	b.mu.Unlock()
-	time.Sleep(20 * time.Millisecond)
-	return &llm.Response{Message: llm.Assistant("ok")}, nil
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.inFlight--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-g.open:
+		return &llm.Response{Message: llm.Assistant("ok")}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(10 * time.Second):
+		return nil, fmt.Errorf("%d calls were never in flight at once", g.want)
+	}
+}
+
+func (g *gateModel) maxInFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peak
 }
 
 func TestProviderConcurrencyLimit(t *testing.T) {
-	m := &blockingModel{}
+	// The gate opens at 2 calls in flight; with the limit no third joins them.
+	m := newGateModel(2)
 	srv := server(t, m)
 	suite := liveHeader(srv.URL) + "models: [local:m]\nagent: {name: a}\nconcurrency: 8\nprovider_concurrency: {local: 2}\nepochs: 8\ncases: [{id: a, input: go}]\n"
 	oc := runSuite(t, writeSuite(t, map[string]string{"suite.yaml": suite}), evals.Options{})
 	require.Equal(t, 8, oc.Summary.Totals.Passed)
-	assert.Equal(t, int64(2), m.peak.Load(), "8 cells in flight, 2 calls at a time")
+	assert.Equal(t, 2, m.maxInFlight(), "8 cells in flight, 2 calls at a time")
 
-	m2 := &blockingModel{}
+	// Without a limit the gate opens only once 3 calls overlap.
+	m2 := newGateModel(3)
 	srv2 := server(t, m2)
 	suite = liveHeader(srv2.URL) + "models: [local:m]\nagent: {name: a}\nconcurrency: 8\nepochs: 8\ncases: [{id: a, input: go}]\n"
-	runSuite(t, writeSuite(t, map[string]string{"suite.yaml": suite}), evals.Options{})
-	assert.Greater(t, m2.peak.Load(), int64(2), "without a provider limit the cells' calls overlap")
+	oc = runSuite(t, writeSuite(t, map[string]string{"suite.yaml": suite}), evals.Options{})
+	require.Equal(t, 8, oc.Summary.Totals.Passed, "without a provider limit the cells' calls overlap")
+	assert.GreaterOrEqual(t, m2.maxInFlight(), 3)
 }
