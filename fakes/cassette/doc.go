@@ -1,2 +1,2 @@
-// Package cassette reads, lints, redacts, imports and writes the go-vcr cassettes dageval records and replays model calls from.
+// Package cassette is the go-vcr cassette format as dageval records and replays model calls in it: reading, canonical request matching, redaction, lint, vcrpy import and writing.
 package cassette
