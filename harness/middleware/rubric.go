@@ -511,7 +511,14 @@ func (m *RubricMiddleware) grade(ctx context.Context, payload string) (*GraderRe
 		if res.Interrupted() {
 			return nil, usage, errors.New("the grader paused for input, which a grader cannot do")
 		}
-		resp, problem := decodeVerdict(res.State.StructuredResponse)
+		raw := res.State.StructuredResponse
+		if len(raw) == 0 {
+			// Many graders (promptfoo-style prompts, local models without
+			// tool calling) answer with the verdict as JSON text instead of
+			// calling GraderResponse; it is held to the same validation.
+			raw = verdictInText(res.State.Messages)
+		}
+		resp, problem := decodeVerdict(raw)
 		if problem == nil {
 			return resp, usage, nil
 		}
@@ -534,7 +541,7 @@ func (e *invalidVerdictError) Unwrap() error { return e.problem }
 
 func decodeVerdict(raw json.RawMessage) (*GraderResponse, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, fmt.Errorf("you finished without recording a verdict")
+		return nil, fmt.Errorf("you finished without recording a verdict (call %s, or answer with the verdict as one JSON object)", GraderResponseName)
 	}
 	var g GraderResponse
 	if err := json.Unmarshal(raw, &g); err != nil {
@@ -546,12 +553,45 @@ func decodeVerdict(raw json.RawMessage) (*GraderResponse, error) {
 	return &g, nil
 }
 
+// jsonFence finds a Markdown code block, with or without a language tag.
+var jsonFence = regexp.MustCompile("(?s)```[A-Za-z]*[ \t]*\n(.*?)\n?```")
+
+// verdictInText returns the JSON object in the grader's last answer: the
+// whole text, the first fenced code block holding an object, or the text
+// from its first "{" to its last "}". It returns nil when there is none, so
+// the grader is told it recorded no verdict.
+func verdictInText(msgs []llm.Message) json.RawMessage {
+	var text string
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			text = strings.TrimSpace(msgs[i].Text())
+			break
+		}
+	}
+	candidates := []string{text}
+	for _, m := range jsonFence.FindAllStringSubmatch(text, -1) {
+		candidates = append(candidates, strings.TrimSpace(m[1]))
+	}
+	if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
+		candidates = append(candidates, text[i:j+1])
+	}
+	for _, c := range candidates {
+		if strings.HasPrefix(c, "{") && json.Valid([]byte(c)) {
+			return json.RawMessage(c)
+		}
+	}
+	return nil
+}
+
 // graderErrorText describes a grader failure: the error's type, the HTTP
 // status when the error carries one, the grader configuration, the message.
 func (m *RubricMiddleware) graderErrorText(err error) string {
 	var sb strings.Builder
-	sb.WriteString("Grader failed with ")
-	sb.WriteString(rootType(err))
+	sb.WriteString("Grader failed")
+	if t := rootType(err); t != "" {
+		sb.WriteString(" with ")
+		sb.WriteString(t)
+	}
 	if code, ok := httpStatus(err); ok {
 		fmt.Fprintf(&sb, " (HTTP %d)", code)
 	}
@@ -564,14 +604,27 @@ func (m *RubricMiddleware) graderErrorText(err error) string {
 }
 
 // rootType names the type of the innermost error of a wrap chain, which is
-// the one that says what went wrong (the outer ones only add context).
+// the one that says what went wrong (the outer ones only add context). It is
+// "" for a verdict the grader got wrong and for the standard library's
+// anonymous error types, whose names (*errors.errorString) tell a reader
+// nothing the message does not.
 func rootType(err error) string {
+	var iv *invalidVerdictError
+	if errors.As(err, &iv) {
+		return ""
+	}
 	for {
 		next := errors.Unwrap(err)
 		if next == nil {
-			return fmt.Sprintf("%T", err)
+			break
 		}
 		err = next
+	}
+	switch t := fmt.Sprintf("%T", err); t {
+	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		return ""
+	default:
+		return t
 	}
 }
 

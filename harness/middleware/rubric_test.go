@@ -254,7 +254,7 @@ func TestRubricGraderError(t *testing.T) {
 		want []string
 	}{
 		{"http", fmt.Errorf("transport: %w", &httpError{code: 529}), []string{"*middleware_test.httpError", "(HTTP 529)", "provider said 529: overloaded", "grader_model=fake:grader"}},
-		{"plain", errors.New("boom"), []string{"*errors.errorString", "boom", "structured_output=tool"}},
+		{"plain", errors.New("boom"), []string{"Grader failed (grader_model=fake:grader, structured_output=tool): agent: model call: boom"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -654,4 +654,67 @@ func BenchmarkRubricGradedRun(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestRubricVerdictAsJSONText(t *testing.T) {
+	// Graders that answer with the verdict as text instead of calling
+	// GraderResponse: the same verdicts, the same validation.
+	satisfied := `{"result": "satisfied", "explanation": "all good", "criteria": [{"name": "c", "passed": true}]}`
+	tests := []struct {
+		name   string
+		steps  []fakes.Step
+		status string
+		expl   string
+	}{
+		{name: "bare object", steps: []fakes.Step{fakes.Reply(satisfied)}, status: "satisfied", expl: "all good"},
+		{name: "json fence with prose", steps: []fakes.Step{fakes.Reply("Here is my verdict:\n\n```json\n" + satisfied + "\n```\nThanks.")}, status: "satisfied", expl: "all good"},
+		{name: "object inside prose", steps: []fakes.Step{fakes.Reply("Verdict: " + satisfied + " (end)")}, status: "satisfied", expl: "all good"},
+		{name: "contradictory text is sent back, then corrected by tool", steps: []fakes.Step{
+			fakes.Reply(`{"result": "satisfied", "explanation": "x", "criteria": [{"name": "c", "passed": false, "gap": "missing"}]}`),
+			verdict("needs_revision", "corrected", fail("c", "missing")),
+		}, status: "max_iterations_reached", expl: "corrected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rr := newRubricRun(t, fakes.NewScripted(fakes.Reply("done")), fakes.NewScripted(tt.steps...), middleware.RubricOptions{MaxIterations: 1})
+			_, err := rr.invoke(t, t.Context(), "t", withRubric("go", "- c"))
+			require.NoError(t, err)
+			status, _, evals, _ := privateState(t, rr.agent, "t")
+			assert.Equal(t, tt.status, status)
+			require.Len(t, evals, 1)
+			assert.Equal(t, tt.expl, evals[0].Explanation)
+			assert.Equal(t, len(tt.steps), rr.grader.CallCount())
+		})
+	}
+}
+
+func TestRubricVerdictMissingNamesNoGoType(t *testing.T) {
+	prose := fakes.Reply("The agent did fine, I would pass it.")
+	rr := newRubricRun(t, fakes.NewScripted(fakes.Reply("done")), fakes.NewScripted(prose, prose, prose).WithIdentity("ollama", "qwen3"), middleware.RubricOptions{})
+	_, err := rr.invoke(t, t.Context(), "t", withRubric("go", "- c"))
+	require.NoError(t, err)
+	status, _, evals, _ := privateState(t, rr.agent, "t")
+	assert.Equal(t, "grader_error", status)
+	require.Len(t, evals, 1)
+	assert.Equal(t, "Grader failed (grader_model=ollama:qwen3, structured_output=tool): invalid grader verdict: "+
+		"you finished without recording a verdict (call GraderResponse, or answer with the verdict as one JSON object)", evals[0].Explanation)
+}
+
+func TestRubricVerdictWithProviderStrategy(t *testing.T) {
+	// A response-format grader answers in text; its verdict is validated
+	// like a GraderResponse call.
+	rr := newRubricRun(t, fakes.NewScripted(fakes.Reply("done")), fakes.NewScripted(
+		fakes.Reply(`{"result": "needs_revision", "explanation": "x", "criteria": [{"name": "c", "passed": true}]}`),
+		fakes.Reply(`{"result": "failed", "explanation": "cannot be done", "criteria": [{"name": "c", "passed": false, "gap": "impossible"}]}`),
+	), middleware.RubricOptions{Strategy: agent.StrategyProvider})
+	_, err := rr.invoke(t, t.Context(), "t", withRubric("go", "- c"))
+	require.NoError(t, err)
+	reqs := rr.grader.Requests()
+	require.Len(t, reqs, 2)
+	require.NotNil(t, reqs[0].ResponseFormat)
+	assert.Equal(t, middleware.GraderResponseName, reqs[0].ResponseFormat.Name)
+	assert.Contains(t, reqs[1].Messages[len(reqs[1].Messages)-1].Text(), "every criterion passed")
+	status, _, evals, _ := privateState(t, rr.agent, "t")
+	assert.Equal(t, "failed", status)
+	assert.Equal(t, []middleware.CriterionVerdict{fail("c", "impossible")}, evals[0].Criteria)
 }

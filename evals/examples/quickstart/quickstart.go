@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/dageval/dageval/evals"
@@ -198,30 +197,14 @@ func (t turn) researcher() llm.Message {
 	return llm.Assistant(fmt.Sprintf("According to %s: %s", doc, passage))
 }
 
-var (
-	rubricBlock     = regexp.MustCompile(`(?s)<rubric-[0-9a-f]+>\n(.*?)\n</rubric-`)
-	transcriptBlock = regexp.MustCompile(`(?s)<transcript-[0-9a-f]+>\n(.*?)\n</transcript-`)
-	criterionLine   = regexp.MustCompile(`(?m)^- ([^:(]+?)(?: \(weight [^)]*\))?: `)
-)
-
 // grade is the grader: it judges each criterion of the rubric from the
 // transcript with a fixed rule, as a careful grader would.
 func grade(req *llm.Request) (llm.Message, error) {
-	var payload string
-	for _, m := range req.Messages {
-		if m.Role == llm.RoleUser && strings.Contains(m.Text(), "<transcript-") {
-			payload = m.Text()
-		}
-	}
-	rb, tb := rubricBlock.FindStringSubmatch(payload), transcriptBlock.FindStringSubmatch(payload)
-	if rb == nil || tb == nil {
+	g, ok := fakes.ParseGraderRequest(req)
+	if !ok {
 		return llm.Message{}, fmt.Errorf("quickstart grader: no rubric or transcript in the request")
 	}
-	transcript := tb[1]
-	answer := ""
-	if i := strings.LastIndex(transcript, "[assistant] "); i >= 0 {
-		answer = transcript[i+len("[assistant] "):]
-	}
+	transcript, answer := g.Transcript, g.Answer
 	called := func(names ...string) bool {
 		for _, n := range names {
 			if strings.Contains(transcript, `<tool_call name="`+n+`"`) {
@@ -237,8 +220,8 @@ func grade(req *llm.Request) (llm.Message, error) {
 	}
 	var verdicts []verdict
 	failing := 0
-	for _, m := range criterionLine.FindAllStringSubmatch(rb[1], -1) {
-		v := verdict{Name: m[1], Passed: true}
+	for _, name := range g.Criteria {
+		v := verdict{Name: name, Passed: true}
 		switch v.Name {
 		case "uses-live-data":
 			if !called("get_weather", "convert_currency") {
