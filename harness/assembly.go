@@ -16,6 +16,7 @@ import (
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
 )
 
@@ -50,14 +51,52 @@ type Stack struct {
 type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// SchemaOmitted marks a built-in tool described by name only (see
+	// DescribeOptions.OmitBuiltinToolSchemas).
+	SchemaOmitted bool `json:"schema_omitted,omitempty"`
 }
 
-// DescribeOptions tune how the first call is captured.
+// DescribeOptions tune how the first call is captured and what the
+// description keeps. The zero value describes everything.
 type DescribeOptions struct {
 	// Files are seeded into the agent's state before the first call, for
 	// middleware that read files before it (skills, memory).
 	Files map[string]agent.FileData
+	// Stacks keeps only the named stacks ("main", "subagent:researcher"),
+	// in the assembly's order; nil keeps every stack. A name the assembly
+	// does not have is an error, so a typo cannot leave a snapshot empty.
+	Stacks []string
+	// OmitBuiltinToolSchemas lists the tools of dageval's own middleware
+	// (ls, read_file, write_todos, task, …) by name only, without their
+	// descriptions and schemas. They are the same in every agent and repeat
+	// in every stack, so leaving them out keeps a team's snapshot to what
+	// the team wrote: its own tools, middleware order and prompts.
+	OmitBuiltinToolSchemas bool
+}
+
+// builtinMiddleware are the middleware whose tools OmitBuiltinToolSchemas
+// leaves out: dageval's own, by their stack names.
+var builtinMiddleware = map[string]bool{
+	middleware.FilesystemName: true, middleware.SubAgentName: true, middleware.AsyncSubAgentName: true,
+	middleware.SummarizationName: true, middleware.SummarizationToolName: true, middleware.PatchToolCallsName: true,
+	middleware.TodoListName: true, middleware.AnthropicPromptCachingName: true, middleware.SkillsName: true,
+	middleware.MemoryName: true, middleware.HumanInTheLoopName: true, middleware.ToolExclusionName: true,
+	middleware.RubricName: true,
+}
+
+// builtinTools names the tools the agent's built-in middleware contribute.
+func builtinTools(a *agent.Agent) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range a.Config().Middleware {
+		if !builtinMiddleware[m.Name()] {
+			continue
+		}
+		for _, t := range m.Tools() {
+			out[t.Spec().Name] = true
+		}
+	}
+	return out
 }
 
 // captureTime stamps anything the first call writes, so descriptions never
@@ -69,10 +108,23 @@ var captureTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // records the request and answers at once.
 func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, error) {
 	out := &Assembly{Model: a.modelName(), Profile: a.prof.Describe()}
+	keep := map[string]bool{}
+	if opts.Stacks != nil {
+		var names []string
+		for _, st := range a.stacks {
+			names = append(names, st.label())
+		}
+		for _, n := range opts.Stacks {
+			if !slices.Contains(names, n) {
+				return nil, fmt.Errorf("harness: describe: no stack %q (stacks: %s)", n, strings.Join(names, ", "))
+			}
+			keep[n] = true
+		}
+	}
 	for _, st := range a.stacks {
-		s := Stack{Name: "subagent:" + st.name, Kind: st.kind, Model: st.model, Middleware: []string{}, Tools: []ToolSpec{}}
-		if st.kind == "main" {
-			s.Name = "main"
+		s := Stack{Name: st.label(), Kind: st.kind, Model: st.model, Middleware: []string{}, Tools: []ToolSpec{}}
+		if opts.Stacks != nil && !keep[s.Name] {
+			continue
 		}
 		switch {
 		case st.agent != nil:
@@ -81,7 +133,15 @@ func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, 
 				return nil, fmt.Errorf("harness: describe %s: %w", s.Name, err)
 			}
 			s.Middleware = st.agent.Middleware()
+			var omit map[string]bool
+			if opts.OmitBuiltinToolSchemas {
+				omit = builtinTools(st.agent)
+			}
 			for _, t := range req.Tools {
+				if omit[t.Name] {
+					s.Tools = append(s.Tools, ToolSpec{Name: t.Name, SchemaOmitted: true})
+					continue
+				}
 				s.Tools = append(s.Tools, ToolSpec{Name: t.Name, Description: t.Description, Parameters: canonical(t.Parameters)})
 			}
 			s.SystemPrompt = req.SystemText()
@@ -96,6 +156,14 @@ func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, 
 }
 
 func (a *Agent) modelName() string { return modelName(a.model, a.spec) }
+
+// label is the stack's name in an Assembly: "main" or "subagent:<name>".
+func (st stack) label() string {
+	if st.kind == "main" {
+		return "main"
+	}
+	return "subagent:" + st.name
+}
 
 // captureModel records the first request and ends the run.
 type captureModel struct {
@@ -271,9 +339,16 @@ func (s Stack) Text() string {
 	if len(s.Tools) > 0 {
 		sb.WriteString("tools:\n")
 		for _, t := range s.Tools {
+			if t.SchemaOmitted {
+				fmt.Fprintf(&sb, "  - %s (built-in, schema omitted)\n", t.Name)
+				continue
+			}
 			fmt.Fprintf(&sb, "  - %s\n", t.Name)
 		}
 		for _, t := range s.Tools {
+			if t.SchemaOmitted {
+				continue
+			}
 			fmt.Fprintf(&sb, "tool %s:\n", t.Name)
 			fmt.Fprintf(&sb, "  description:\n%s", indentBlock(t.Description, "    "))
 			params, _ := indentJSON(t.Parameters)
