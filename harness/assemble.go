@@ -7,6 +7,7 @@ import (
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
@@ -46,6 +47,7 @@ type builder struct {
 	limit    int
 	resolve  func(string) (llm.ChatModel, error)
 	interMap middleware.InterruptOn
+	catalog  *catalog.Catalog
 }
 
 // New assembles a deep agent: resolve the model and its profile, build the
@@ -60,6 +62,10 @@ func New(cfg Config) (*Agent, error) {
 		b.limit = DefaultRecursionLimit
 	}
 	b.resolve = cfg.ResolveModel
+	b.catalog = cfg.Catalog
+	if b.catalog == nil {
+		b.catalog = catalog.Default()
+	}
 	if cfg.SystemPrompt != "" && len(cfg.SystemBlocks) > 0 {
 		return nil, errors.New("harness: set SystemPrompt or SystemBlocks, not both")
 	}
@@ -89,7 +95,7 @@ func New(cfg Config) (*Agent, error) {
 	if b.backend == nil {
 		b.backend = backend.NewState()
 	}
-	if b.cfg.Middleware, err = buildDeferred(cfg.Middleware, b.model, b.backend); err != nil {
+	if b.cfg.Middleware, err = buildDeferred(cfg.Middleware, DeferredEnv{Model: b.model, Backend: b.backend, Catalog: b.catalog}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	permInterrupts, err := interruptsFromPermissions(cfg.Permissions)

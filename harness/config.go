@@ -3,6 +3,7 @@ package harness
 import (
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
@@ -70,6 +71,11 @@ type Config struct {
 	Profile *profile.HarnessProfile
 	// RecursionLimit overrides DefaultRecursionLimit.
 	RecursionLimit int
+	// Catalog holds the model facts the assembly uses: the context windows
+	// summarization triggers on. catalog.Default() when nil; give one made
+	// with (*catalog.Catalog).With for a model the catalog does not list,
+	// such as a local model, or it is summarised at a fixed token count.
+	Catalog *catalog.Catalog
 }
 
 // SubAgentSpec describes one subagent. Which kind it is follows Deep Agents'

@@ -20,11 +20,11 @@ func newFilesystem(b backend.Backend, p *profile.HarnessProfile, perms []middlew
 	})
 }
 
-func newSummarization(m llm.ChatModel, b backend.Backend) (agent.Middleware, error) {
+func newSummarization(m llm.ChatModel, b backend.Backend, cat *catalog.Catalog) (agent.Middleware, error) {
 	return middleware.NewSummarization(middleware.SummarizationOptions{
 		Backend:       b,
 		Model:         m,
-		ContextWindow: catalog.ContextWindow,
+		ContextWindow: cat.ContextWindow,
 	})
 }
 

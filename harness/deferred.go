@@ -7,6 +7,7 @@ import (
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -16,11 +17,26 @@ import (
 type Deferred struct {
 	agent.Base
 	name  string
-	build func(model llm.ChatModel, b backend.Backend) (agent.Middleware, error)
+	build func(env DeferredEnv) (agent.Middleware, error)
+}
+
+// DeferredEnv is what the assembly knows when it builds a Deferred for a
+// stack: the stack's model and backend, and the model facts of the
+// assembly (Config.Catalog, or the default catalog).
+type DeferredEnv struct {
+	Model   llm.ChatModel
+	Backend backend.Backend
+	Catalog *catalog.Catalog
 }
 
 // NewDeferred returns middleware named name that New builds with build.
 func NewDeferred(name string, build func(model llm.ChatModel, b backend.Backend) (agent.Middleware, error)) *Deferred {
+	return &Deferred{name: name, build: func(env DeferredEnv) (agent.Middleware, error) { return build(env.Model, env.Backend) }}
+}
+
+// NewDeferredWith is NewDeferred for middleware that also needs the model
+// facts, such as summarization triggering at a share of the context window.
+func NewDeferredWith(name string, build func(env DeferredEnv) (agent.Middleware, error)) *Deferred {
 	return &Deferred{name: name, build: build}
 }
 
@@ -33,11 +49,11 @@ func (d *Deferred) WrapModelCall(context.Context, *agent.ModelRequest, agent.Mod
 }
 
 // buildDeferred replaces Deferred entries with the middleware they build.
-func buildDeferred(mws []agent.Middleware, model llm.ChatModel, b backend.Backend) ([]agent.Middleware, error) {
+func buildDeferred(mws []agent.Middleware, env DeferredEnv) ([]agent.Middleware, error) {
 	out := slices.Clone(mws)
 	for i, m := range out {
 		if d, ok := m.(*Deferred); ok {
-			built, err := d.build(model, b)
+			built, err := d.build(env)
 			if err != nil {
 				return nil, fmt.Errorf("middleware %s: %w", d.name, err)
 			}

@@ -50,7 +50,7 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
-	summ, err := newSummarization(model, b.backend)
+	summ, err := newSummarization(model, b.backend, b.catalog)
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
@@ -70,7 +70,7 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if mws, err = matcher.Filter(mws); err != nil {
 		return middleware.SubAgent{}, err
 	}
-	custom, err := buildDeferred(spec.Middleware, model, b.backend)
+	custom, err := buildDeferred(spec.Middleware, DeferredEnv{Model: model, Backend: b.backend, Catalog: b.catalog})
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
@@ -138,7 +138,7 @@ func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
-	summ, err := newSummarization(b.model, b.backend)
+	summ, err := newSummarization(b.model, b.backend, b.catalog)
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
@@ -223,7 +223,7 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 	if len(inline) > 0 {
 		mws = append(mws, slot)
 	}
-	summ, err := newSummarization(b.model, b.backend)
+	summ, err := newSummarization(b.model, b.backend, b.catalog)
 	if err != nil {
 		return nil, err
 	}

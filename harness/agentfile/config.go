@@ -11,6 +11,7 @@ import (
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/backend/sqlitestore"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
@@ -41,6 +42,12 @@ type Options struct {
 	ResolveModel func(spec string) (llm.ChatModel, error)
 	// Registry is the profile registry (profile.Default() when nil).
 	Registry *profile.Registry
+	// ModelInfo declares model facts that win over the file's own
+	// model_info, as a suite's models do; both are added to Catalog.
+	ModelInfo []catalog.Declaration
+	// Catalog is the catalog the declarations extend (catalog.Default()
+	// when nil).
+	Catalog *catalog.Catalog
 }
 
 // Config turns the agent file into the harness.Config that harness.New
@@ -58,6 +65,11 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 	if opts.Model != "" {
 		cfg.ModelSpec = opts.Model
 	}
+	cat, err := af.Catalog(opts)
+	if err != nil {
+		return harness.Config{}, err
+	}
+	cfg.Catalog = cat
 	if cfg.ResolveModel == nil {
 		if err := af.checkProviders(opts.Model != ""); err != nil {
 			return harness.Config{}, err
@@ -162,6 +174,20 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 	}
 	cfg.Profile = prof
 	return cfg, nil
+}
+
+// Catalog is the model catalog the agent runs with: opts.Catalog (or the
+// default catalog) with the file's model_info and then opts.ModelInfo.
+func (af *File) Catalog(opts Options) (*catalog.Catalog, error) {
+	cat := opts.Catalog
+	if cat == nil {
+		cat = catalog.Default()
+	}
+	c, err := cat.With(append(slices.Clone(af.ModelInfo), opts.ModelInfo...)...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: model_info: %w", af.Path, err)
+	}
+	return c, nil
 }
 
 // SeedFiles returns the agent file's `files` as agent state files.

@@ -15,6 +15,7 @@ import (
 	"github.com/goccy/go-yaml/ast"
 
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
@@ -48,6 +49,10 @@ type File struct {
 	// Providers are named OpenAI-compatible endpoints for model specs such
 	// as "local:model-a"; the model resolver reads them.
 	Providers map[string]Provider `yaml:"providers"`
+	// ModelInfo declares the facts of models the catalog does not list (a
+	// local model's context window, a new model's prices), or replaces the
+	// listed ones; summarization triggers on the declared window.
+	ModelInfo []catalog.Declaration `yaml:"model_info"`
 
 	// doc and key locate the file's keys for errors found after reading.
 	doc *yamlx.Doc
@@ -386,6 +391,9 @@ func decode(doc *yamlx.Doc, key string) (*File, error) {
 			return nil, doc.Errorf(at("providers."+name), "%v", err)
 		}
 	}
+	if err := checkModelInfo(doc, at("model_info"), af.ModelInfo); err != nil {
+		return nil, err
+	}
 	for _, p := range slices.Sorted(maps.Keys(af.Files)) {
 		if err := checkAbsolute(p); err != nil {
 			return nil, doc.Errorf(at("files."+p), "%v", err)
@@ -418,6 +426,24 @@ func decode(doc *yamlx.Doc, key string) (*File, error) {
 		}
 	}
 	return af, nil
+}
+
+// checkModelInfo reports the first invalid declaration at its key.
+func checkModelInfo(doc *yamlx.Doc, key string, decls []catalog.Declaration) error {
+	for i, d := range decls {
+		if err := d.Validate(); err != nil {
+			k := fmt.Sprintf("%s[%d]", key, i)
+			var de *catalog.DeclarationError
+			if errors.As(err, &de) {
+				if de.Key != "" {
+					k += "." + de.Key
+				}
+				return doc.Errorf(k, "%s", de.Msg)
+			}
+			return doc.Errorf(k, "%v", err)
+		}
+	}
+	return nil
 }
 
 // checkProviders reports model specs whose provider neither the built-in

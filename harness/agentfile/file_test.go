@@ -56,6 +56,10 @@ func TestParseErrors(t *testing.T) {
 		{"inline profile scaffolding", "profile:\n  excluded_middleware: [FilesystemMiddleware]\n", `agent.yaml:2:25: profile.excluded_middleware[0]: required scaffolding cannot be excluded: "FilesystemMiddleware"`},
 		{"inline profile unknown key", "profile:\n  bogus: 1\n", `agent.yaml:2:3: profile.bogus: unknown key "bogus"`},
 		{"missing profile file", "profile: missing.yaml\n", "agent.yaml:1:1: profile: open missing.yaml: no such file or directory"},
+		{"model info without facts", "model_info:\n  - spec: local:qwen3\n", "agent.yaml:2:5: model_info[0]: the declaration gives no facts: set context_window, max_output or prices"},
+		{"model info negative window", "model_info:\n  - spec: local:qwen3\n    context_window: -5\n", "agent.yaml:3:5: model_info[0].context_window: must not be negative, got -5"},
+		{"model info bad price", "model_info:\n  - spec: local:qwen3\n    prices: {input_per_mtok: -1}\n", "agent.yaml:3:14: model_info[0].prices.input_per_mtok: must be a non-negative number"},
+		{"model info unknown key", "model_info:\n  - spec: local:qwen3\n    window: 5\n", `agent.yaml:3:5: model_info[0].window: unknown key "window"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

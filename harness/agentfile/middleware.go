@@ -10,9 +10,6 @@ import (
 
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
-	"github.com/dageval/dageval/harness/backend"
-	"github.com/dageval/dageval/harness/catalog"
-	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 )
 
@@ -48,9 +45,9 @@ var builtinMiddleware = map[string]func(options map[string]any) (agent.Middlewar
 		if err != nil {
 			return nil, err
 		}
-		return harness.NewDeferred(middleware.SummarizationName, func(m llm.ChatModel, b backend.Backend) (agent.Middleware, error) {
+		return harness.NewDeferredWith(middleware.SummarizationName, func(env harness.DeferredEnv) (agent.Middleware, error) {
 			so := opts
-			so.Model, so.Backend, so.ContextWindow = m, b, catalog.ContextWindow
+			so.Model, so.Backend, so.ContextWindow = env.Model, env.Backend, env.Catalog.ContextWindow
 			return middleware.NewSummarization(so)
 		}), nil
 	},

@@ -83,6 +83,9 @@ type Catalog struct {
 	models     []Model
 	index      map[string]int // provider:id and provider:alias → models index
 	selfHosted map[string]bool
+	// declaredPrice marks entries whose price a suite or agent file
+	// declared (see With): they are priced even on self-hosted providers.
+	declaredPrice map[int]bool
 }
 
 type file struct {
@@ -114,13 +117,7 @@ func Lookup(spec string) (Model, error) { return Default().Lookup(spec) }
 // catalog, and false when the catalog does not know it. It has the shape of
 // middleware.SummarizationOptions.ContextWindow, so summarization can trigger
 // at a fraction of the window.
-func ContextWindow(id llm.Identity) (int, bool) {
-	m, err := Lookup(id.String())
-	if err != nil || m.ContextWindow <= 0 {
-		return 0, false
-	}
-	return m.ContextWindow, true
-}
+func ContextWindow(id llm.Identity) (int, bool) { return Default().ContextWindow(id) }
 
 // CostOf prices usage with the embedded catalog; see Catalog.Cost.
 func CostOf(spec string, u llm.Usage) (Cost, error) { return Default().Cost(spec, u) }
@@ -253,7 +250,7 @@ func (c *Catalog) Cost(spec string, u llm.Usage) (Cost, error) {
 		return Cost{}, fmt.Errorf("catalog: %w", err)
 	}
 	i, ok := c.find(s)
-	if c.selfHosted[s.Provider] {
+	if c.selfHosted[s.Provider] && !(ok && c.declaredPrice[i]) {
 		name := spec
 		if ok {
 			name = c.models[i].Spec()
