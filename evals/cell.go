@@ -343,6 +343,13 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 		}
 		cfg = c
 		cfg.Model, cfg.ModelSpec, cfg.ResolveModel = nil, cell.Model, resolve
+		if cfg.Catalog == nil {
+			cfg.Catalog = catalog.Default()
+		}
+		// The suite's declarations win over the factory's catalog.
+		if cfg.Catalog, err = cfg.Catalog.With(s.ModelInfo...); err != nil {
+			return nil, err
+		}
 		for _, p := range prof {
 			cfg.Profile = profile.MergeHarness(cfg.Profile, p)
 		}
@@ -367,6 +374,7 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 			Profiles:     prof,
 			Middleware:   extra,
 			ResolveModel: resolve,
+			ModelInfo:    s.ModelInfo,
 		})
 		if err != nil {
 			return nil, err
@@ -410,6 +418,7 @@ func (r *runner) behaviourFor(spec llm.ToolSpec, b *ToolBehavior) (tool.Tool, er
 // pricer prices a run's model calls as they happen, each with the model of
 // the agent that made it.
 type pricer struct {
+	catalog   *catalog.Catalog
 	cell      Cell
 	grader    string
 	subModels map[string]string
@@ -418,7 +427,7 @@ type pricer struct {
 }
 
 func (r *runner) pricer(cell Cell, b *builtAgent) *pricer {
-	p := &pricer{cell: cell, subModels: b.subModels, known: true}
+	p := &pricer{catalog: r.s.modelCatalog(), cell: cell, subModels: b.subModels, known: true}
 	if r.s.Grader != nil {
 		p.grader = r.s.Grader.Model
 	}
@@ -447,12 +456,21 @@ func (p *pricer) add(path string, u llm.Usage) {
 	if u.IsZero() {
 		return
 	}
-	c, err := catalog.CostOf(p.specFor(path), u)
+	c, err := p.catalog.Cost(p.specFor(path), u)
 	if err != nil {
 		p.known = false
 		return
 	}
 	p.usd += c.USD
+}
+
+// modelCatalog is the suite's catalog: the built-in one with the agent
+// file's and the suite's model declarations.
+func (s *Suite) modelCatalog() *catalog.Catalog {
+	if s.catalog == nil {
+		return catalog.Default()
+	}
+	return s.catalog
 }
 
 // fillDetail records the transcript, subagent runs, rubric evaluations and

@@ -57,7 +57,7 @@ func (s *Suite) Cells(filter string, epochs int) ([]Cell, error) {
 					}
 					id := CellID(k)
 					if other, dup := ids[id]; dup {
-						return nil, s.errAt(fmt.Sprintf("cases[%d].id", c.index), "cells %s/%s/%s/e%d and %s/%s/%s/e%d would share the file name %s; rename a case, model or profile",
+						return nil, s.caseErr(c, "id", "cells %s/%s/%s/e%d and %s/%s/%s/e%d would share the file name %s; rename a case, model or profile",
 							other.Case, other.Model, other.Profile, other.Epoch, k.Case, k.Model, k.Profile, k.Epoch, id)
 					}
 					ids[id] = k

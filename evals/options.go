@@ -45,6 +45,8 @@ type Options struct {
 
 	// gate makes Run(t) fail on the suite's verdict instead of per cell.
 	gate bool
+	// reg is the registry the suite was loaded with (set by the runner).
+	reg *Registry
 }
 
 // Option changes Options; Run(t, …) takes them.

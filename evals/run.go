@@ -43,6 +43,7 @@ type runner struct {
 }
 
 func (s *Suite) newRunner(o Options) (*runner, error) {
+	o.reg = s.reg
 	r := &runner{s: s, o: o, getenv: o.Getenv, log: o.Logger, entries: s.providerEntries()}
 	if r.getenv == nil {
 		r.getenv = os.Getenv
@@ -155,7 +156,7 @@ func (s *Suite) start(ctx context.Context, o Options) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.validate(ctx, cells); err != nil {
+	if err := joinErrors(r.validate(ctx, cells, true)); err != nil {
 		return nil, err
 	}
 	ss := &session{runner: r, cells: cells, results: make([]*CellResult, len(cells)), details: make([]*CellDetail, len(cells))}

@@ -18,6 +18,7 @@ import (
 	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/agentfile"
+	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/harness/provider"
@@ -80,8 +81,17 @@ type Suite struct {
 	// Warnings are problems that do not stop the suite from running, such
 	// as a grader that is also a model under test.
 	Warnings []string
+	// ModelInfo are the facts the suite declares about its models (the
+	// models entries written as mappings); they win over the agent file's
+	// model_info and the built-in catalog.
+	ModelInfo []catalog.Declaration
 
 	doc *yamlx.Doc
+	// reg is the registry the suite was loaded with (nil: globals only).
+	reg *Registry
+	// catalog is the built-in catalog with the agent file's and the
+	// suite's declarations, for pricing and warnings.
+	catalog *catalog.Catalog
 }
 
 // AgentSource says where a suite's agent comes from: an agent file, an
@@ -147,20 +157,28 @@ type Case struct {
 	Models []string
 	// Cassette, when set, is the one cassette of the case's single cell.
 	Cassette string
+	// Source is where the case is written, file:line: the suite file for
+	// an inline case, the dataset file and row for a case from a dataset.
+	Source string
 
+	// index is the case's entry in the suite's cases list (a dataset's
+	// cases share their entry's).
 	index int
+	// row locates a case from a dataset, for errors found after loading;
+	// nil for an inline case.
+	row *yamlx.Error
 }
 
 // Load reads and validates a suite file. Every error names the file, line,
-// column and key it is about (or the agent, profile or rubric file that has
-// the problem).
-func Load(path string) (*Suite, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("suite: %w", err)
-	}
-	return Parse(path, data)
-}
+// column and key it is about (or the agent, profile, rubric or dataset file
+// that has the problem); a suite with several problems reports them all,
+// sorted by file and line. Go checks named by the suite must be registered
+// on a Registry: load the suite with (*Registry).Load.
+func Load(path string) (*Suite, error) { return (*Registry)(nil).Load(path) }
+
+// Parse reads a suite from its bytes; path names it in errors and anchors its
+// relative paths.
+func Parse(path string, data []byte) (*Suite, error) { return (*Registry)(nil).Parse(path, data) }
 
 // node keeps a YAML node for decoding once its shape is known.
 type node struct{ n ast.Node }
@@ -175,7 +193,7 @@ type rawSuite struct {
 	Description         string                    `yaml:"description"`
 	Providers           map[string]provider.Entry `yaml:"providers"`
 	Agent               node                      `yaml:"agent"`
-	Models              []string                  `yaml:"models"`
+	Models              []node                    `yaml:"models"`
 	Profiles            []rawProfile              `yaml:"profiles"`
 	Grader              *rawGrader                `yaml:"grader"`
 	Epochs              *int                      `yaml:"epochs"`
@@ -187,7 +205,7 @@ type rawSuite struct {
 	Limits              *rawLimits                `yaml:"limits"`
 	Thresholds          *Thresholds               `yaml:"thresholds"`
 	Tools               map[string]rawTool        `yaml:"tools"`
-	Cases               []rawCase                 `yaml:"cases"`
+	Cases               node                      `yaml:"cases"`
 }
 
 type rawProfile struct {
@@ -226,34 +244,84 @@ type rawCase struct {
 // parts of file names.
 var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// Parse reads a suite from its bytes; path names it in errors and anchors its
-// relative paths.
-func Parse(path string, data []byte) (*Suite, error) {
+func loadSuite(path string, reg *Registry) (*Suite, []error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, []error{fmt.Errorf("suite: %w", err)}
+	}
+	return parseSuite(path, data, reg)
+}
+
+// parseSuite reads a suite and returns every problem it finds, with the
+// suite as far as it could be read (nil when the file is not a suite at
+// all), so that validation can go on to report the problems of its valid
+// parts too.
+func parseSuite(path string, data []byte, reg *Registry) (*Suite, []error) {
 	doc, err := yamlx.Parse(path, data)
 	if err != nil {
-		return nil, err
+		return nil, []error{err}
 	}
 	if doc.Root == nil {
-		return nil, &yamlx.Error{File: path, Line: 1, Column: 1, Msg: "the suite file is empty"}
+		return nil, []error{&yamlx.Error{File: path, Line: 1, Column: 1, Msg: "the suite file is empty"}}
 	}
 	if _, ok := doc.Root.(ast.MapNode); !ok {
-		return nil, doc.At(doc.Root, "a suite file is a mapping with version, agent, models, cases, …")
+		return nil, []error{doc.At(doc.Root, "a suite file is a mapping with version, agent, models, cases, …")}
 	}
+	p := &parser{doc: doc, data: data, reg: reg, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc, reg: reg}, broken: map[string]bool{}}
 	var raw rawSuite
 	if err := doc.Decode(&raw); err != nil {
-		return nil, err
+		// Decode key by key, so that one bad key does not hide the others.
+		raw = rawSuite{}
+		p.decodeEach(&raw)
 	}
-	p := &parser{doc: doc, data: data, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc}}
-	if err := p.suite(&raw); err != nil {
-		return nil, err
+	p.suite(&raw)
+	return p.s, p.errs
+}
+
+// decodeEach decodes the suite's top-level keys one at a time, recording
+// each key that fails.
+func (p *parser) decodeEach(raw *rawSuite) {
+	var entries []*ast.MappingValueNode
+	switch m := p.doc.Root.(type) {
+	case *ast.MappingNode:
+		entries = m.Values
+	case *ast.MappingValueNode:
+		entries = []*ast.MappingValueNode{m}
 	}
-	return p.s, nil
+	seen := map[string]bool{}
+	for _, e := range entries {
+		key := e.Key.GetToken().Value
+		if seen[key] {
+			p.fail(p.doc.At(e.Key, "key %s is given twice", key))
+			continue
+		}
+		seen[key] = true
+		if err := p.doc.DecodeNode(e, raw); err != nil {
+			p.fail(err)
+			p.broken[key] = true
+		}
+	}
 }
 
 type parser struct {
 	doc  *yamlx.Doc
 	data []byte // the suite file, for its inline agent
 	s    *Suite
+	reg  *Registry
+	errs []error
+	// broken lists the top-level keys that did not decode, so that the
+	// checks depending on them do not add errors of their own.
+	broken map[string]bool
+	// caseIDs maps each case id to where it was first given, to report
+	// duplicates across inline cases and datasets.
+	caseIDs map[string]string
+}
+
+// fail records a problem; the parser goes on to find the others.
+func (p *parser) fail(err error) {
+	if err != nil {
+		p.errs = append(p.errs, err)
+	}
 }
 
 // errAt reports a problem at a key; a key the file does not have is
@@ -273,59 +341,74 @@ func (p *parser) resolve(rel string) string {
 	return filepath.Join(p.s.Dir, rel)
 }
 
-func (p *parser) suite(raw *rawSuite) error {
+// suite checks every section, recording the problems of each. Sections
+// that depend on another (models on the agent's providers, cases on the
+// models) skip the checks a broken dependency would make fail spuriously.
+func (p *parser) suite(raw *rawSuite) {
 	s := p.s
-	if !raw.Version.present() {
-		return p.errAt("version", "missing key version (write version: %d)", SuiteVersion)
-	}
-	if v, ok := raw.Version.n.(*ast.IntegerNode); !ok || fmt.Sprint(v.Value) != fmt.Sprint(SuiteVersion) {
-		return p.errAt("version", "unsupported suite version %s (this dageval reads version %d)", strings.TrimSpace(raw.Version.n.String()), SuiteVersion)
+	switch {
+	case p.broken["version"]:
+	case !raw.Version.present():
+		p.fail(p.errAt("version", "missing key version (write version: %d)", SuiteVersion))
+	default:
+		if v, ok := raw.Version.n.(*ast.IntegerNode); !ok || fmt.Sprint(v.Value) != fmt.Sprint(SuiteVersion) {
+			p.fail(p.errAt("version", "unsupported suite version %s (this dageval reads version %d)", strings.TrimSpace(raw.Version.n.String()), SuiteVersion))
+		}
 	}
 	s.Name, s.Description = raw.Name, raw.Description
-	if strings.TrimSpace(s.Name) == "" {
-		return p.errAt("name", "missing key name (the suite's name, used in reports)")
+	if strings.TrimSpace(s.Name) == "" && !p.broken["name"] {
+		p.fail(p.errAt("name", "missing key name (the suite's name, used in reports)"))
 	}
 
 	s.Providers = map[string]provider.Entry{}
 	for _, name := range slices.Sorted(maps.Keys(raw.Providers)) {
 		e := raw.Providers[name]
 		if err := e.Validate(name); err != nil {
-			return p.errAt("providers."+name, "%v", err)
+			p.fail(p.errAt("providers."+name, "%v", err))
+			p.broken["providers"] = true
+			continue
 		}
 		s.Providers[name] = e
 	}
 
-	if err := p.agent(raw.Agent); err != nil {
-		return err
+	if !p.broken["agent"] {
+		if err := p.agent(raw.Agent); err != nil {
+			p.fail(err)
+			p.broken["agent"] = true
+		}
 	}
-	if err := p.models(raw.Models); err != nil {
-		return err
+	if !p.broken["models"] {
+		p.models(raw.Models)
 	}
-	if err := p.profiles(raw.Profiles); err != nil {
-		return err
+	if !p.broken["profiles"] {
+		p.profiles(raw.Profiles)
+	}
+	if len(s.Profiles) == 0 {
+		s.Profiles = []*Profile{{Name: DefaultProfileName}}
 	}
 
 	s.Epochs = DefaultEpochs
 	if raw.Epochs != nil {
 		if *raw.Epochs < 1 {
-			return p.errAt("epochs", "epochs must be at least 1, got %d", *raw.Epochs)
+			p.fail(p.errAt("epochs", "epochs must be at least 1, got %d", *raw.Epochs))
+		} else {
+			s.Epochs = *raw.Epochs
 		}
-		s.Epochs = *raw.Epochs
 	}
 	s.Mode = recorder.ModeReplay
 	if raw.Mode != "" {
-		m, err := recorder.ParseMode(raw.Mode)
-		if err != nil {
-			return p.errAt("mode", "%v", err)
+		if m, err := recorder.ParseMode(raw.Mode); err != nil {
+			p.fail(p.errAt("mode", "%v", err))
+		} else {
+			s.Mode = m
 		}
-		s.Mode = m
 	}
 	if raw.Match != "" {
-		m, err := cassette.ParseMatch(raw.Match)
-		if err != nil {
-			return p.errAt("match", "%v", err)
+		if m, err := cassette.ParseMatch(raw.Match); err != nil {
+			p.fail(p.errAt("match", "%v", err))
+		} else {
+			s.Match = m
 		}
-		s.Match = m
 	}
 	s.Cassettes = p.resolve(DefaultCassettes)
 	if raw.Cassettes != "" {
@@ -334,35 +417,36 @@ func (p *parser) suite(raw *rawSuite) error {
 	s.Concurrency = DefaultConcurrency
 	if raw.Concurrency != nil {
 		if *raw.Concurrency < 1 {
-			return p.errAt("concurrency", "concurrency must be at least 1, got %d", *raw.Concurrency)
+			p.fail(p.errAt("concurrency", "concurrency must be at least 1, got %d", *raw.Concurrency))
+		} else {
+			s.Concurrency = *raw.Concurrency
 		}
-		s.Concurrency = *raw.Concurrency
 	}
 	s.ProviderConcurrency = map[string]int{}
 	for _, name := range slices.Sorted(maps.Keys(raw.ProviderConcurrency)) {
 		n := raw.ProviderConcurrency[name]
-		if n < 1 {
-			return p.errAt("provider_concurrency."+name, "a provider limit must be at least 1, got %d", n)
+		switch {
+		case n < 1:
+			p.fail(p.errAt("provider_concurrency."+name, "a provider limit must be at least 1, got %d", n))
+		case !p.knownProvider(name):
+			p.fail(p.errAt("provider_concurrency."+name, "unknown provider %q (known: %s)", name, strings.Join(p.providerNames(), ", ")))
+		default:
+			s.ProviderConcurrency[name] = n
 		}
-		if !p.knownProvider(name) {
-			return p.errAt("provider_concurrency."+name, "unknown provider %q (known: %s)", name, strings.Join(p.providerNames(), ", "))
-		}
-		s.ProviderConcurrency[name] = n
 	}
-	if err := p.limits(raw.Limits); err != nil {
-		return err
-	}
-	if err := p.thresholds(raw.Thresholds); err != nil {
-		return err
-	}
+	p.fail(p.limits(raw.Limits))
+	p.fail(p.thresholds(raw.Thresholds))
 	var err error
 	if s.Tools, err = p.tools(raw.Tools, "tools"); err != nil {
-		return err
+		p.fail(err)
 	}
-	if err := p.cases(raw.Cases); err != nil {
-		return err
+	if !p.broken["cases"] {
+		p.cases(raw.Cases)
 	}
-	return p.grader(raw.Grader)
+	if !p.broken["grader"] {
+		p.fail(p.grader(raw.Grader))
+	}
+	p.buildCatalog()
 }
 
 func (p *parser) agent(raw node) error {
@@ -432,7 +516,12 @@ func (p *parser) providerNames() []string {
 	return slices.Compact(names)
 }
 
-func (p *parser) knownProvider(name string) bool { return slices.Contains(p.providerNames(), name) }
+// knownProvider reports whether model specs may use the provider; when
+// the agent or the providers did not load, every provider passes, since
+// the missing ones may have declared it.
+func (p *parser) knownProvider(name string) bool {
+	return p.broken["agent"] || p.broken["providers"] || slices.Contains(p.providerNames(), name)
+}
 
 func (p *parser) checkSpec(spec, at string) error {
 	sp, err := llm.ParseSpec(spec)
@@ -445,78 +534,164 @@ func (p *parser) checkSpec(spec, at string) error {
 	return nil
 }
 
-func (p *parser) models(models []string) error {
-	if len(models) == 0 {
-		return p.errAt("models", "missing key models: list the model specs under test, e.g. [anthropic:claude-sonnet-4-6]")
+// models reads the models under test: specs, or mappings of a spec and
+// its facts ({spec, context_window, max_output, prices}).
+func (p *parser) models(raws []node) {
+	if len(raws) == 0 {
+		p.fail(p.errAt("models", "missing key models: list the model specs under test, e.g. [anthropic:claude-sonnet-4-6]"))
+		p.broken["models"] = true
+		return
 	}
 	seen := map[string]bool{}
-	for i, m := range models {
+	for i, rn := range raws {
 		at := fmt.Sprintf("models[%d]", i)
-		if err := p.checkSpec(m, at); err != nil {
-			return err
+		var spec string
+		switch n := rn.n.(type) {
+		case *ast.StringNode:
+			spec = n.Value
+		case ast.MapNode:
+			var d catalog.Declaration
+			if err := p.doc.DecodeNode(rn.n, &d); err != nil {
+				p.fail(err)
+				p.broken["models"] = true
+				continue
+			}
+			if d.Spec == "" {
+				p.fail(p.errAt(at, "a model entry needs a spec (provider:model)"))
+				p.broken["models"] = true
+				continue
+			}
+			if err := d.Validate(); err != nil {
+				p.fail(p.declarationErr(at, err))
+				p.broken["models"] = true
+				continue
+			}
+			spec = d.Spec
+			p.s.ModelInfo = append(p.s.ModelInfo, d)
+		default:
+			p.fail(p.errAt(at, "want a model spec (provider:model) or {spec, context_window, prices}, got %s", yamlx.Kind(rn.n)))
+			p.broken["models"] = true
+			continue
 		}
-		if seen[m] {
-			return p.errAt(at, "model %s is listed twice", m)
+		if err := p.checkSpec(spec, at); err != nil {
+			p.fail(err)
+			p.broken["models"] = true
+			continue
 		}
-		seen[m] = true
+		if seen[spec] {
+			p.fail(p.errAt(at, "model %s is listed twice", spec))
+			continue
+		}
+		seen[spec] = true
+		p.s.Models = append(p.s.Models, spec)
 	}
-	p.s.Models = slices.Clone(models)
-	return nil
 }
 
-func (p *parser) profiles(raws []rawProfile) error {
-	if len(raws) == 0 {
-		p.s.Profiles = []*Profile{{Name: DefaultProfileName}}
-		return nil
+// declarationErr positions a catalog.Declaration problem at its key.
+func (p *parser) declarationErr(at string, err error) error {
+	var de *catalog.DeclarationError
+	if errors.As(err, &de) {
+		if de.Key != "" {
+			at += "." + de.Key
+		}
+		return p.errAt(at, "%s", de.Msg)
 	}
+	return p.errAt(at, "%v", err)
+}
+
+// catalog builds the suite's model catalog and warns about the model specs
+// it does not know: their cost is unknown and summarization cannot trigger
+// on their context window, and a near miss is most likely a typo.
+func (p *parser) buildCatalog() {
+	s := p.s
+	var decls []catalog.Declaration
+	if af := s.Agent.Spec; af != nil {
+		decls = append(decls, af.ModelInfo...)
+	}
+	cat, err := catalog.Default().With(append(decls, s.ModelInfo...)...)
+	if err != nil {
+		// Each declaration was validated where it was read.
+		cat = catalog.Default()
+	}
+	s.catalog = cat
+	type use struct{ spec, at string }
+	var uses []use
+	for i, m := range s.Models {
+		uses = append(uses, use{m, fmt.Sprintf("models[%d]", i)})
+	}
+	if s.Grader != nil {
+		uses = append(uses, use{s.Grader.Model, "grader.model"})
+	}
+	for _, u := range uses {
+		if cat.Knows(u.spec) {
+			continue
+		}
+		msg := fmt.Sprintf("%s is not in the catalog", u.spec)
+		if near, ok := cat.Suggest(u.spec); ok {
+			msg += fmt.Sprintf("; did you mean %s?", near)
+		}
+		msg += fmt.Sprintf(" Its cost is unknown and summarization cannot use its context window; if the spec is right, declare them: {spec: %s, context_window: …, prices: {input_per_mtok: …, output_per_mtok: …}}", u.spec)
+		s.Warnings = append(s.Warnings, p.errAt(u.at, "%s", msg).Error())
+	}
+}
+
+func (p *parser) profiles(raws []rawProfile) {
 	seen := map[string]bool{}
 	for i, rp := range raws {
-		at := fmt.Sprintf("profiles[%d]", i)
-		if rp.Name == "" {
-			return p.errAt(at, "a profile needs a name")
-		}
-		if !safeName.MatchString(rp.Name) {
-			return p.errAt(at+".name", "profile name %q may only hold letters, digits, '.', '_' and '-' (it becomes part of file names)", rp.Name)
-		}
-		if seen[rp.Name] {
-			return p.errAt(at+".name", "profile %q is listed twice", rp.Name)
-		}
-		seen[rp.Name] = true
-		pr := &Profile{Name: rp.Name}
-		switch {
-		case rp.File != "" && rp.Profile.present():
-			return p.errAt(at, "give a profile file or an inline profile, not both")
-		case rp.File != "":
-			pr.File = p.resolve(rp.File)
-			c, err := profile.LoadConfigFile(pr.File)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return p.errAt(at+".file", "profile file %s does not exist", pr.File)
-				}
-				return err
-			}
-			pr.Config = c
-		case rp.Profile.present():
-			c, err := profile.DecodeConfigNode(p.s.Path, rp.Profile.n, at+".profile")
-			if err != nil {
-				return err
-			}
-			pr.Config = c
-		}
-		if pr.Config != nil {
-			h, err := pr.Config.HarnessProfile()
-			if err != nil {
-				key := at + ".profile"
-				if pr.File != "" {
-					key = at + ".file"
-				}
-				return p.errAt(key, "%v", err)
-			}
-			pr.harness = h
+		pr, err := p.profile(i, rp, seen)
+		if err != nil {
+			p.fail(err)
+			continue
 		}
 		p.s.Profiles = append(p.s.Profiles, pr)
 	}
-	return nil
+}
+
+func (p *parser) profile(i int, rp rawProfile, seen map[string]bool) (*Profile, error) {
+	at := fmt.Sprintf("profiles[%d]", i)
+	if rp.Name == "" {
+		return nil, p.errAt(at, "a profile needs a name")
+	}
+	if !safeName.MatchString(rp.Name) {
+		return nil, p.errAt(at+".name", "profile name %q may only hold letters, digits, '.', '_' and '-' (it becomes part of file names)", rp.Name)
+	}
+	if seen[rp.Name] {
+		return nil, p.errAt(at+".name", "profile %q is listed twice", rp.Name)
+	}
+	seen[rp.Name] = true
+	pr := &Profile{Name: rp.Name}
+	switch {
+	case rp.File != "" && rp.Profile.present():
+		return nil, p.errAt(at, "give a profile file or an inline profile, not both")
+	case rp.File != "":
+		pr.File = p.resolve(rp.File)
+		c, err := profile.LoadConfigFile(pr.File)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, p.errAt(at+".file", "profile file %s does not exist", pr.File)
+			}
+			return nil, err
+		}
+		pr.Config = c
+	case rp.Profile.present():
+		c, err := profile.DecodeConfigNode(p.s.Path, rp.Profile.n, at+".profile")
+		if err != nil {
+			return nil, err
+		}
+		pr.Config = c
+	}
+	if pr.Config != nil {
+		h, err := pr.Config.HarnessProfile()
+		if err != nil {
+			key := at + ".profile"
+			if pr.File != "" {
+				key = at + ".file"
+			}
+			return nil, p.errAt(key, "%v", err)
+		}
+		pr.harness = h
+	}
+	return pr, nil
 }
 
 func (p *parser) limits(raw *rawLimits) error {
@@ -574,82 +749,154 @@ func (p *parser) thresholds(t *Thresholds) error {
 	return nil
 }
 
-func (p *parser) cases(raws []rawCase) error {
-	if len(raws) == 0 {
-		return p.errAt("cases", "missing key cases: a suite needs at least one case")
+// cases reads the cases: a list whose entries are cases or datasets
+// ({file: cases.jsonl, …template}), or one dataset alone. Each entry's
+// problems are recorded and the others still read.
+func (p *parser) cases(raw node) {
+	var items []ast.Node
+	switch n := raw.n.(type) {
+	case nil, *ast.NullNode:
+	case *ast.SequenceNode:
+		items = n.Values
+	case ast.MapNode:
+		if !hasKey(n, "file") {
+			p.fail(p.errAt("cases", "want a list of cases, or a dataset {file: cases.jsonl}"))
+			return
+		}
+		items = []ast.Node{raw.n}
+	default:
+		p.fail(p.errAt("cases", "want a list of cases, got %s", yamlx.Kind(n)))
+		return
 	}
-	seen := map[string]int{}
-	for i, rc := range raws {
+	if len(items) == 0 {
+		p.fail(p.errAt("cases", "missing key cases: a suite needs at least one case"))
+		return
+	}
+	p.caseIDs = map[string]string{}
+	for i, item := range items {
 		at := fmt.Sprintf("cases[%d]", i)
-		c := &Case{index: i, Files: rc.Files, Tags: slices.Clone(rc.Tags)}
-		if rc.ID == "" {
-			return p.errAt(at, "a case needs an id")
+		if _, isSeq := raw.n.(*ast.SequenceNode); !isSeq {
+			at = "cases"
 		}
-		if !safeName.MatchString(rc.ID) {
-			return p.errAt(at+".id", "case id %q may only hold letters, digits, '.', '_' and '-' (it becomes part of file names)", rc.ID)
+		if m, ok := item.(ast.MapNode); ok && hasKey(m, "file") {
+			p.dataset(item, at, i)
+			continue
 		}
-		if j, dup := seen[rc.ID]; dup {
-			return p.errAt(at+".id", "duplicate case id %q (also cases[%d])", rc.ID, j)
+		var rc rawCase
+		if err := p.doc.DecodeNode(item, &rc); err != nil {
+			p.fail(err)
+			continue
 		}
-		seen[rc.ID] = i
-		c.ID = rc.ID
-		switch n := rc.Input.n.(type) {
-		case *ast.StringNode:
-			c.Input = n.Value
-		case *ast.LiteralNode:
-			c.Input = n.Value.Value
-		case nil:
-			return p.errAt(at, "case %s needs an input (the user's message)", rc.ID)
-		default:
-			return p.errAt(at+".input", "want the user's message as a string, got %s", yamlx.Kind(n))
+		c, err := p.caseFrom(&rc, at, i)
+		if err != nil {
+			p.fail(err)
+			continue
 		}
-		if strings.TrimSpace(c.Input) == "" {
-			return p.errAt(at+".input", "the input is empty")
+		c.Source = fmt.Sprintf("%s:%d", p.s.Path, p.errAt(at, "").(*yamlx.Error).Line)
+		p.addCase(c, at, func(prev string) error {
+			return p.errAt(sub(at, "id"), "duplicate case id %q (also %s)", c.ID, prev)
+		})
+	}
+}
+
+// addCase adds c unless its id is taken, which dup reports; where names c
+// in a later duplicate's error.
+func (p *parser) addCase(c *Case, where string, dup func(prev string) error) {
+	if prev, taken := p.caseIDs[c.ID]; taken {
+		p.fail(dup(prev))
+		return
+	}
+	p.caseIDs[c.ID] = where
+	p.s.Cases = append(p.s.Cases, c)
+}
+
+// hasKey reports whether a mapping has the key.
+func hasKey(m ast.MapNode, key string) bool {
+	it := m.MapRange()
+	for it.Next() {
+		if it.Key().GetToken().Value == key {
+			return true
 		}
-		for _, path := range slices.Sorted(maps.Keys(rc.Files)) {
-			if !strings.HasPrefix(path, "/") {
-				return p.errAt(at+".files", "file path %q must be absolute (start with /)", path)
+	}
+	return false
+}
+
+// sub joins a key path and a key below it; at "" is the document's root.
+func sub(at, key string) string {
+	if at == "" || key == "" {
+		return at + key
+	}
+	return at + "." + key
+}
+
+// caseFrom checks one case decoded at key at and builds it; index is its
+// entry in the suite's cases.
+func (p *parser) caseFrom(rc *rawCase, at string, index int) (*Case, error) {
+	c := &Case{index: index, Files: rc.Files, Tags: slices.Clone(rc.Tags)}
+	if rc.ID == "" {
+		return nil, p.errAt(at, "a case needs an id")
+	}
+	if !safeName.MatchString(rc.ID) {
+		return nil, p.errAt(sub(at, "id"), "case id %q may only hold letters, digits, '.', '_' and '-' (it becomes part of file names)", rc.ID)
+	}
+	c.ID = rc.ID
+	switch n := rc.Input.n.(type) {
+	case *ast.StringNode:
+		c.Input = n.Value
+	case *ast.LiteralNode:
+		c.Input = n.Value.Value
+	case nil:
+		return nil, p.errAt(at, "case %s needs an input (the user's message)", rc.ID)
+	default:
+		return nil, p.errAt(sub(at, "input"), "want the user's message as a string, got %s", yamlx.Kind(n))
+	}
+	if strings.TrimSpace(c.Input) == "" {
+		return nil, p.errAt(sub(at, "input"), "the input is empty")
+	}
+	for _, path := range slices.Sorted(maps.Keys(rc.Files)) {
+		if !strings.HasPrefix(path, "/") {
+			return nil, p.errAt(sub(at, "files"), "file path %q must be absolute (start with /)", path)
+		}
+	}
+	var err error
+	if c.Tools, err = p.tools(rc.Tools, sub(at, "tools")); err != nil {
+		return nil, err
+	}
+	if err := p.rubric(c, rc.Rubric, sub(at, "rubric")); err != nil {
+		return nil, err
+	}
+	if rc.Checks.present() {
+		if _, isNull := rc.Checks.n.(*ast.NullNode); !isNull {
+			if c.Checks, err = rubrics.DecodeChecksWith(p.doc.File, rc.Checks.n, sub(at, "checks"), p.reg.checkDecoders(p.doc)); err != nil {
+				return nil, err
 			}
 		}
-		var err error
-		if c.Tools, err = p.tools(rc.Tools, at+".tools"); err != nil {
-			return err
+	}
+	c.Epochs = p.s.Epochs
+	if rc.Epochs != nil {
+		if *rc.Epochs < 1 {
+			return nil, p.errAt(sub(at, "epochs"), "epochs must be at least 1, got %d", *rc.Epochs)
 		}
-		if err := p.rubric(c, rc.Rubric, at+".rubric"); err != nil {
-			return err
-		}
-		if rc.Checks.present() {
-			if _, isNull := rc.Checks.n.(*ast.NullNode); !isNull {
-				if c.Checks, err = rubrics.DecodeChecks(p.s.Path, rc.Checks.n, at+".checks"); err != nil {
-					return err
-				}
-			}
-		}
-		c.Epochs = p.s.Epochs
-		if rc.Epochs != nil {
-			if *rc.Epochs < 1 {
-				return p.errAt(at+".epochs", "epochs must be at least 1, got %d", *rc.Epochs)
-			}
-			c.Epochs = *rc.Epochs
-		}
+		c.Epochs = *rc.Epochs
+	}
+	if !p.broken["models"] {
 		for j, m := range rc.Models {
 			if !slices.Contains(p.s.Models, m) {
-				return p.errAt(fmt.Sprintf("%s.models[%d]", at, j), "model %s is not one of the suite's models (%s)", m, strings.Join(p.s.Models, ", "))
+				return nil, p.errAt(fmt.Sprintf("%s[%d]", sub(at, "models"), j), "model %s is not one of the suite's models (%s)", m, strings.Join(p.s.Models, ", "))
 			}
 		}
-		if len(rc.Models) > 0 {
-			c.Models = slices.Clone(rc.Models)
-		}
-		if rc.Cassette != "" {
-			cells := len(c.models(p.s)) * len(p.s.Profiles) * c.Epochs
-			if cells != 1 {
-				return p.errAt(at+".cassette", "a case with its own cassette must have exactly one cell (one model, one profile, one epoch); it has %d", cells)
-			}
-			c.Cassette = p.resolve(rc.Cassette)
-		}
-		p.s.Cases = append(p.s.Cases, c)
 	}
-	return nil
+	if len(rc.Models) > 0 {
+		c.Models = slices.Clone(rc.Models)
+	}
+	if rc.Cassette != "" {
+		cells := len(c.models(p.s)) * len(p.s.Profiles) * c.Epochs
+		if cells != 1 {
+			return nil, p.errAt(sub(at, "cassette"), "a case with its own cassette must have exactly one cell (one model, one profile, one epoch); it has %d", cells)
+		}
+		c.Cassette = p.resolve(rc.Cassette)
+	}
+	return c, nil
 }
 
 // models returns the models the case runs with.
@@ -705,7 +952,7 @@ func (p *parser) grader(raw *rawGrader) error {
 	}
 	if raw == nil {
 		if needs != nil {
-			return p.errAt(fmt.Sprintf("cases[%d].rubric", needs.index), "case %s has a rubric but the suite has no grader: add grader: {model: provider:model}", needs.ID)
+			return p.s.caseErr(needs, "rubric", "case %s has a rubric but the suite has no grader: add grader: {model: provider:model}", needs.ID)
 		}
 		return nil
 	}

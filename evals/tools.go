@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -298,30 +297,12 @@ func (p *parser) exec(raw *rawExec, at string) (*Exec, error) {
 	return e, nil
 }
 
-// Tool registry.
-
-var registry = struct {
-	sync.RWMutex
-	tools  map[string]tool.Tool
-	agents map[string]AgentFactory
-}{tools: map[string]tool.Tool{}, agents: map[string]AgentFactory{}}
-
-// RegisterTool makes a Go tool available to suites under name: a suite
-// gives it to a declared tool with {go: name}, and a declared tool of the
-// same name with no other behaviour uses it. It panics when the name is
+// RegisterTool makes a Go tool available to every suite under name: a
+// suite gives it to a declared tool with {go: name}, and a declared tool of
+// the same name with no other behaviour uses it. It panics when the name is
 // taken or empty, like other registration functions, because that is a
-// programming error.
-func RegisterTool(name string, t tool.Tool) {
-	if name == "" || t == nil {
-		panic("evals: RegisterTool needs a name and a tool")
-	}
-	registry.Lock()
-	defer registry.Unlock()
-	if _, dup := registry.tools[name]; dup {
-		panic("evals: a tool named " + name + " is already registered")
-	}
-	registry.tools[name] = t
-}
+// programming error. A Registry does the same without package state.
+func RegisterTool(name string, t tool.Tool) { global.AddTool(name, t) }
 
 // AgentFactory builds the agent under test for one cell. The runner then
 // sets the model under test and the model resolver (so every call goes
@@ -337,38 +318,42 @@ type AgentRequest struct {
 	Model string
 }
 
-// RegisterAgent makes an agent factory available to suites under name
+// RegisterAgent makes an agent factory available to every suite under name
 // (agent: {factory: name}). It panics when the name is taken or empty.
-func RegisterAgent(name string, f AgentFactory) {
-	if name == "" || f == nil {
-		panic("evals: RegisterAgent needs a name and a factory")
-	}
-	registry.Lock()
-	defer registry.Unlock()
-	if _, dup := registry.agents[name]; dup {
-		panic("evals: an agent factory named " + name + " is already registered")
-	}
-	registry.agents[name] = f
-}
+func RegisterAgent(name string, f AgentFactory) { global.AddAgent(name, f) }
 
+// goTool finds a Go tool: the run's own, then the suite's registry's, then
+// the ones registered with RegisterTool.
 func (o *Options) goTool(name string) (tool.Tool, bool) {
 	if t, ok := o.Tools[name]; ok {
 		return t, true
 	}
-	registry.RLock()
-	defer registry.RUnlock()
-	t, ok := registry.tools[name]
-	return t, ok
+	if t, ok := o.reg.tool(name); ok {
+		return t, true
+	}
+	return global.tool(name)
 }
 
 func (o *Options) agentFactory(name string) (AgentFactory, bool) {
 	if f, ok := o.Agents[name]; ok {
 		return f, true
 	}
-	registry.RLock()
-	defer registry.RUnlock()
-	f, ok := registry.agents[name]
-	return f, ok
+	if f, ok := o.reg.agent(name); ok {
+		return f, true
+	}
+	return global.agent(name)
+}
+
+// registered lists what a suite run can name, for errors about a name that
+// is not registered.
+func (o *Options) registered(names func(*Registry) []string, own []string) string {
+	all := append(append(slices.Clone(own), names(o.reg)...), names(global)...)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	if len(all) == 0 {
+		return "none is registered"
+	}
+	return "registered: " + strings.Join(all, ", ")
 }
 
 // behaviour returns the case's behaviour for a tool: the case's own, else

@@ -21,7 +21,8 @@ import (
 // the agent declares has a behaviour in every case (and every behaviour
 // names a declared tool), the agent assembles with every model and profile,
 // and, in replay mode, every cell's cassette exists. Options supply the
-// mode, filter, epochs and the Go tools and factories of the run.
+// mode, filter, epochs and the Go tools and factories of the run. Every
+// problem found is reported, sorted by file and line.
 func (s *Suite) Validate(ctx context.Context, o Options) error {
 	r, err := s.newRunner(o)
 	if err != nil {
@@ -31,7 +32,40 @@ func (s *Suite) Validate(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return r.validate(ctx, cells)
+	return joinErrors(r.validate(ctx, cells, true))
+}
+
+// ValidateFile loads the suite at path and validates it, reporting every
+// problem at once: those of the suite file, its agent, profile, rubric and
+// dataset files, and those Validate finds in the parts that loaded. The
+// suite is returned when it is valid.
+func ValidateFile(ctx context.Context, path string, o Options) (*Suite, error) {
+	return (*Registry)(nil).ValidateFile(ctx, path, o)
+}
+
+// ValidateFile is the package-level ValidateFile with the registry's
+// checks, tools and agent factories.
+func (reg *Registry) ValidateFile(ctx context.Context, path string, o Options) (*Suite, error) {
+	s, errs := loadSuite(path, reg)
+	if s == nil {
+		return nil, joinErrors(errs)
+	}
+	loaded := len(errs) == 0
+	if r, err := s.newRunner(o); err != nil {
+		errs = append(errs, err)
+	} else if len(s.Cases) > 0 && len(s.Models) > 0 {
+		if cells, err := s.Cells(o.Filter, o.Epochs); err != nil {
+			errs = append(errs, err)
+		} else {
+			// Cassette names follow from the whole matrix, so a suite
+			// that did not load cannot say which are missing.
+			errs = append(errs, r.validate(ctx, cells, loaded)...)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	return s, nil
 }
 
 // errAt reports a problem at a key of the suite file.
@@ -46,51 +80,65 @@ func (s *Suite) errAt(path, format string, args ...any) error {
 	return e
 }
 
-func (r *runner) validate(ctx context.Context, cells []Cell) error {
-	s := r.s
-	if s.Agent.Factory != "" {
-		if _, ok := r.o.agentFactory(s.Agent.Factory); !ok {
-			return s.errAt("agent.factory", "no agent factory is registered as %q (register it with evals.RegisterAgent in Go; the dageval command has none)", s.Agent.Factory)
-		}
+// caseErr reports a problem with a case at a key below it ("" for the case
+// itself): in the suite file for an inline case, at its row for a case
+// from a dataset.
+func (s *Suite) caseErr(c *Case, key, format string, args ...any) error {
+	if c.row != nil {
+		return &yamlx.Error{File: c.row.File, Line: c.row.Line, Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
-	if err := r.validateTools(); err != nil {
-		return err
-	}
-	if err := r.validateAssembly(ctx, cells); err != nil {
-		return err
-	}
-	if r.mode == recorder.ModeReplay {
-		return r.validateCassettes(cells)
-	}
-	return nil
+	return s.errAt(sub(fmt.Sprintf("cases[%d]", c.index), key), format, args...)
 }
 
-func (r *runner) validateTools() error {
+// validate returns every problem it finds; cassettes says whether to check
+// that the cells' cassettes exist.
+func (r *runner) validate(ctx context.Context, cells []Cell, cassettes bool) []error {
 	s := r.s
-	checkGo := func(b *ToolBehavior) error {
+	var errs []error
+	if s.Agent.Factory != "" {
+		if _, ok := r.o.agentFactory(s.Agent.Factory); !ok {
+			errs = append(errs, s.errAt("agent.factory", "no agent factory is registered as %q (%s; register one with evals.RegisterAgent or a Registry; the dageval command has none)",
+				s.Agent.Factory, r.o.registered((*Registry).Agents, slices.Sorted(maps.Keys(r.o.Agents)))))
+		}
+	}
+	if toolErrs := r.validateTools(); len(toolErrs) > 0 {
+		// The agent cannot assemble without its tools' behaviours, and
+		// saying so again for every model and profile would bury these.
+		errs = append(errs, toolErrs...)
+	} else {
+		errs = append(errs, r.validateAssembly(ctx, cells)...)
+	}
+	if r.mode == recorder.ModeReplay && cassettes {
+		if err := r.validateCassettes(cells); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+func (r *runner) validateTools() []error {
+	s := r.s
+	var errs []error
+	checkGo := func(b *ToolBehavior) {
 		if b.Go == "" {
-			return nil
+			return
 		}
 		if _, ok := r.o.goTool(b.Go); !ok {
-			return s.errAt(b.at+".go", "no Go tool is registered as %q (register it with evals.RegisterTool; the dageval command has none)", b.Go)
+			errs = append(errs, s.errAt(b.at+".go", "no Go tool is registered as %q (%s; register one with evals.RegisterTool or a Registry; the dageval command has none)",
+				b.Go, r.o.registered((*Registry).Tools, slices.Sorted(maps.Keys(r.o.Tools)))))
 		}
-		return nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
-		if err := checkGo(s.Tools[name]); err != nil {
-			return err
-		}
+		checkGo(s.Tools[name])
 	}
 	for _, c := range s.Cases {
 		for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
-			if err := checkGo(c.Tools[name]); err != nil {
-				return err
-			}
+			checkGo(c.Tools[name])
 		}
 	}
 	af := s.Agent.Spec
 	if af == nil {
-		return nil // a factory's tools are only known when it runs
+		return errs // a factory's tools are only known when it runs
 	}
 	var declared []string
 	for _, d := range af.Tools {
@@ -102,13 +150,13 @@ func (r *runner) validateTools() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
 		if !slices.Contains(declared, name) {
-			return s.errAt(s.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list)
+			errs = append(errs, s.errAt(s.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list))
 		}
 	}
-	for i, c := range s.Cases {
+	for _, c := range s.Cases {
 		for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
 			if !slices.Contains(declared, name) {
-				return s.errAt(c.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list)
+				errs = append(errs, r.toolErr(c, c.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list))
 			}
 		}
 		for _, name := range declared {
@@ -118,21 +166,30 @@ func (r *runner) validateTools() error {
 			if _, ok := r.o.goTool(name); ok {
 				continue
 			}
-			at := fmt.Sprintf("cases[%d]", i)
+			key := ""
 			if len(c.Tools) > 0 {
-				at += ".tools"
+				key = "tools"
 			}
-			return s.errAt(at, "tool %s, declared by the agent, has no behaviour in case %s: give it one under tools: (mock, exec or go) in the suite or the case", name, c.ID)
+			errs = append(errs, s.caseErr(c, key, "tool %s, declared by the agent, has no behaviour in case %s: give it one under tools: (mock, exec or go) in the suite or the case", name, c.ID))
 		}
 	}
-	return nil
+	return errs
+}
+
+// toolErr reports a problem with a case's tool behaviour, whose key (at) is
+// a suite key for an inline case and a key of the row for a dataset's.
+func (r *runner) toolErr(c *Case, at, format string, args ...any) error {
+	if c.row != nil {
+		return &yamlx.Error{File: c.row.File, Line: c.row.Line, Key: at, Msg: fmt.Sprintf(format, args...)}
+	}
+	return r.s.errAt(at, format, args...)
 }
 
 // validateAssembly assembles the agent once per model × profile (with the
 // grader when the suite has one), so that a profile excluding a middleware
 // that is not there, or a model the resolver cannot build, stops the run
 // before any cell does. Assembling calls no model.
-func (r *runner) validateAssembly(ctx context.Context, cells []Cell) error {
+func (r *runner) validateAssembly(ctx context.Context, cells []Cell) []error {
 	s := r.s
 	if s.Agent.Spec == nil {
 		return nil // a factory is only called for real cells
@@ -141,16 +198,17 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) error {
 	cfg.HTTPClient, cfg.Replay = &http.Client{Transport: noCalls{}}, r.mode == recorder.ModeReplay
 	resolve, err := r.newResolver(cfg)
 	if err != nil {
-		return err
+		return []error{err}
 	}
+	var errs []error
 	var grader *middleware.RubricMiddleware
 	if s.Grader != nil {
 		gm, err := resolve(s.Grader.Model)
 		if err != nil {
-			return s.errAt("grader.model", "%v", err)
+			return []error{s.errAt("grader.model", "%v", err)}
 		}
 		if grader, err = r.newGrader(gm); err != nil {
-			return s.errAt("grader", "%v", err)
+			return []error{s.errAt("grader", "%v", err)}
 		}
 	}
 	done := map[[2]string]bool{}
@@ -163,7 +221,8 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) error {
 		if _, err := r.buildAgent(ctx, c, resolve, grader); err != nil {
 			var ye *yamlx.Error
 			if errors.As(err, &ye) {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			at := "agent"
 			for j, p := range s.Profiles {
@@ -171,10 +230,10 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) error {
 					at = fmt.Sprintf("profiles[%d]", j)
 				}
 			}
-			return s.errAt(at, "the agent does not assemble with model %s and profile %s: %v", c.Model, c.Profile, err)
+			errs = append(errs, s.errAt(at, "the agent does not assemble with model %s and profile %s: %v", c.Model, c.Profile, err))
 		}
 	}
-	return nil
+	return errs
 }
 
 // noCalls is the transport of validation's models, which must never be called.
@@ -192,7 +251,7 @@ func (r *runner) validateCassettes(cells []Cell) error {
 		if _, err := os.Stat(c.Cassette); err == nil {
 			continue
 		}
-		if len(missing) == 0 && c.CaseDef.Cassette != "" {
+		if len(missing) == 0 && c.CaseDef.Cassette != "" && c.CaseDef.row == nil {
 			at = fmt.Sprintf("cases[%d].cassette", c.CaseDef.index)
 		}
 		rel, err := filepath.Rel(s.Dir, c.Cassette)

@@ -1,8 +1,10 @@
 package rubrics
 
 import (
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
@@ -34,7 +36,19 @@ func ParseChecks(file string, src []byte) ([]Check, error) {
 // DecodeChecks decodes a list of checks from a YAML node; file and key
 // locate it in errors (key is the node's path, e.g. "cases[2].checks").
 func DecodeChecks(file string, node ast.Node, key string) ([]Check, error) {
+	return DecodeChecksWith(file, node, key, nil)
+}
+
+// CheckDecoder builds a check of a kind that is not built in (one written
+// in Go and registered by name) from its spec, the value under its kind;
+// key locates the spec in errors ("cases[2].checks[0].my_check").
+type CheckDecoder func(spec ast.Node, key string) (Check, error)
+
+// DecodeChecksWith is DecodeChecks that also accepts the kinds in custom.
+// A custom kind never replaces a built-in one.
+func DecodeChecksWith(file string, node ast.Node, key string, custom map[string]CheckDecoder) ([]Check, error) {
 	d := newDecoder(file)
+	d.custom = custom
 	items, err := d.sequence(node, key)
 	if err != nil {
 		return nil, err
@@ -100,7 +114,14 @@ func (d *decoder) check(n ast.Node, key string) (Check, error) {
 	case KindNoError:
 		return d.noError(e.val, k)
 	}
-	return nil, d.errf(e.keyNode, k, "unknown check %q (known checks: %s)", e.key, strings.Join(Kinds(), ", "))
+	if dec, ok := d.custom[e.key]; ok {
+		return dec(e.val, k)
+	}
+	known := Kinds()
+	for _, name := range slices.Sorted(maps.Keys(d.custom)) {
+		known = append(known, name)
+	}
+	return nil, d.errf(e.keyNode, k, "unknown check %q (known checks: %s)", e.key, strings.Join(known, ", "))
 }
 
 func (d *decoder) positiveInt(n ast.Node, key string) (int, error) {

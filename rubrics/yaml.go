@@ -69,6 +69,8 @@ func position(n ast.Node) (line, col int) {
 type decoder struct {
 	file    string
 	anchors map[string]ast.Node
+	// custom decodes the check kinds registered in Go (DecodeChecksWith).
+	custom map[string]CheckDecoder
 }
 
 func newDecoder(file string) *decoder {
