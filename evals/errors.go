@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/internal/yamlx"
 )
 
@@ -81,10 +82,16 @@ func joinErrors(errs []error) error {
 	return errorList(out)
 }
 
+// position is where a problem is: the YAML files' errors and the profile
+// files' both say.
 func position(err error) (*yamlx.Error, bool) {
 	var ye *yamlx.Error
 	if errors.As(err, &ye) && ye.File != "" {
 		return ye, true
+	}
+	var pe *profile.ConfigError
+	if errors.As(err, &pe) && pe.File != "" {
+		return &yamlx.Error{File: pe.File, Line: pe.Line, Column: pe.Column}, true
 	}
 	return nil, false
 }

@@ -573,7 +573,11 @@ func (p *parser) models(raws []node) {
 			p.broken["models"] = true
 			continue
 		}
-		if err := p.checkSpec(spec, at); err != nil {
+		specAt := at
+		if _, isMap := rn.n.(ast.MapNode); isMap {
+			specAt += ".spec"
+		}
+		if err := p.checkSpec(spec, specAt); err != nil {
 			p.fail(err)
 			p.broken["models"] = true
 			continue
@@ -790,6 +794,10 @@ func (p *parser) cases(raw node) {
 		c, err := p.caseFrom(&rc, at, i)
 		if err != nil {
 			p.fail(err)
+			if _, taken := p.caseIDs[rc.ID]; rc.ID != "" && !taken {
+				// A later case with the same id is still a duplicate.
+				p.caseIDs[rc.ID] = at
+			}
 			continue
 		}
 		c.Source = fmt.Sprintf("%s:%d", p.s.Path, p.errAt(at, "").(*yamlx.Error).Line)

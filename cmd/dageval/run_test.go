@@ -313,3 +313,25 @@ func TestRunCannotWriteItsOutput(t *testing.T) {
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "output directory")
 }
+
+// validate reports every problem of a suite at once, one line each.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	files := map[string]string{"suite.yaml": strings.Replace(goodHead, "{mock: {result: sunny}}", "{go: weather_impl}", 1) +
+		"epochs: 0\nprofiles: [{name: p, file: profiles/broken.yaml}]\ncases:\n  - {id: a, input: hi, rubric: bad-rubric.yaml}\n  - {id: a, input: there}\n"}
+	for k, v := range badSuiteFiles {
+		files[k] = v
+	}
+	dir := writeFiles(t, files)
+	code, _, stderr := runCLI(t, "validate", filepath.Join(dir, "suite.yaml"))
+	assert.Equal(t, 2, code)
+	for _, want := range []string{
+		`bad-rubric\.yaml:2:\d+: criteria\[0\]: missing key description`,
+		`broken\.yaml:1:\d+: excluded_tools: `,
+		`suite\.yaml:6:\d+: tools\.get_weather\.go: no Go tool is registered as "weather_impl"`,
+		`suite\.yaml:7:1: epochs: epochs must be at least 1, got 0`,
+		`suite\.yaml:11:\d+: cases\[1\]\.id: duplicate case id "a" \(also cases\[0\]\)`,
+	} {
+		assert.Regexp(t, want, stderr)
+	}
+	assert.Equal(t, 5, strings.Count(stderr, "\n"), stderr)
+}

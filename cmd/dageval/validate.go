@@ -19,7 +19,8 @@ checks; that every tool the agent declares has a behaviour (mock, exec or
 a Go tool) in every case; that the agent assembles with every model and
 profile; and, in replay mode, that every cell has its cassette.
 
-Every problem is reported with its file, line, column and key. Exit status:
+Every problem is reported at once, sorted by file and line, each with its
+file, line, column and key. Exit status:
 0 when the suite is valid, 2 when it is not.`,
 		run: runValidate,
 	})
@@ -46,11 +47,8 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 		}
 		opts.Mode = m
 	}
-	suite, err := evals.Load(pos[0])
+	suite, err := evals.ValidateFile(ctx, pos[0], opts)
 	if err != nil {
-		return &exitError{code: exitBad, msg: err.Error()}
-	}
-	if err := suite.Validate(ctx, opts); err != nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
 	cells, err := suite.Cells(*filter, *epochs)
