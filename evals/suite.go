@@ -92,6 +92,9 @@ type Suite struct {
 	// catalog is the built-in catalog with the agent file's and the
 	// suite's declarations, for pricing and warnings.
 	catalog *catalog.Catalog
+	// broken lists the sections that did not load, when validation goes on
+	// past them (ValidateFile), so that it does not report what they cause.
+	broken map[string]bool
 }
 
 // AgentSource says where a suite's agent comes from: an agent file, an
@@ -275,6 +278,7 @@ func parseSuite(path string, data []byte, reg *Registry) (*Suite, []error) {
 		p.decodeEach(&raw)
 	}
 	p.suite(&raw)
+	p.s.broken = p.broken
 	return p.s, p.errs
 }
 
@@ -439,6 +443,7 @@ func (p *parser) suite(raw *rawSuite) {
 	var err error
 	if s.Tools, err = p.tools(raw.Tools, "tools"); err != nil {
 		p.fail(err)
+		p.broken["tools"] = true
 	}
 	if !p.broken["cases"] {
 		p.cases(raw.Cases)

@@ -53,14 +53,12 @@ func (reg *Registry) ValidateFile(ctx context.Context, path string, o Options) (
 	loaded := len(errs) == 0
 	if r, err := s.newRunner(o); err != nil {
 		errs = append(errs, err)
-	} else if len(s.Cases) > 0 && len(s.Models) > 0 {
-		if cells, err := s.Cells(o.Filter, o.Epochs); err != nil {
-			errs = append(errs, err)
-		} else {
-			// Cassette names follow from the whole matrix, so a suite
-			// that did not load cannot say which are missing.
-			errs = append(errs, r.validate(ctx, cells, loaded)...)
-		}
+	} else if !loaded {
+		errs = append(errs, r.validate(ctx, nil, false)...)
+	} else if cells, err := s.Cells(o.Filter, o.Epochs); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, r.validate(ctx, cells, true)...)
 	}
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
@@ -90,9 +88,10 @@ func (s *Suite) caseErr(c *Case, key, format string, args ...any) error {
 	return s.errAt(sub(fmt.Sprintf("cases[%d]", c.index), key), format, args...)
 }
 
-// validate returns every problem it finds; cassettes says whether to check
-// that the cells' cassettes exist.
-func (r *runner) validate(ctx context.Context, cells []Cell, cassettes bool) []error {
+// validate returns every problem it finds. loaded says the suite loaded
+// without problems; when it did not, the agent is not assembled nor the
+// cassettes looked for, since both follow from the parts that are broken.
+func (r *runner) validate(ctx context.Context, cells []Cell, loaded bool) []error {
 	s := r.s
 	var errs []error
 	if s.Agent.Factory != "" {
@@ -101,14 +100,17 @@ func (r *runner) validate(ctx context.Context, cells []Cell, cassettes bool) []e
 				s.Agent.Factory, r.o.registered((*Registry).Agents, slices.Sorted(maps.Keys(r.o.Agents)))))
 		}
 	}
-	if toolErrs := r.validateTools(); len(toolErrs) > 0 {
+	toolErrs := r.validateTools()
+	errs = append(errs, toolErrs...)
+	if !loaded {
+		return errs
+	}
+	if len(toolErrs) == 0 {
 		// The agent cannot assemble without its tools' behaviours, and
 		// saying so again for every model and profile would bury these.
-		errs = append(errs, toolErrs...)
-	} else {
 		errs = append(errs, r.validateAssembly(ctx, cells)...)
 	}
-	if r.mode == recorder.ModeReplay && cassettes {
+	if r.mode == recorder.ModeReplay {
 		if err := r.validateCassettes(cells); err != nil {
 			errs = append(errs, err)
 		}
@@ -160,7 +162,7 @@ func (r *runner) validateTools() []error {
 			}
 		}
 		for _, name := range declared {
-			if s.behaviour(c, name) != nil {
+			if s.behaviour(c, name) != nil || s.broken["tools"] {
 				continue
 			}
 			if _, ok := r.o.goTool(name); ok {
