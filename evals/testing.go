@@ -1,7 +1,11 @@
 package evals
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,33 +14,44 @@ import (
 )
 
 // Run runs the suite file at path under go test: one subtest per cell,
-// named <suite>/<case>/<model>/<profile>/e<epoch>, in replay mode unless
-// WithMode says otherwise, so the suite runs offline from its cassettes.
-// A failing cell fails its subtest with its rubric gaps and failed checks,
-// an errored cell with its error; with GateOnThresholds failing cells are
-// only logged and the test fails when the suite's verdict does. `go test
-// -run` selects cells by subtest name; the summary then covers the cells
-// that ran. Problems with the suite itself (invalid file, missing
-// cassettes) fail the test at once. It returns the run's result for further
-// assertions.
+// named <suite>/<case>/<model>/<profile>/e<epoch> (see SubtestName), in
+// replay mode unless WithMode says otherwise, so the suite runs offline
+// from its cassettes. A failing cell fails its subtest with a report that
+// starts at the case in the suite (or dataset) file — "suite.yaml:12: case
+// paris-weather: …" — with its rubric gaps and failed checks, an errored
+// cell with its error; with GateOnThresholds failing cells are only
+// reported and the test fails when the suite's verdict does. `go test -run`
+// selects cells by subtest name; the summary then covers the cells that
+// ran. Problems with the suite itself (invalid file, missing cassettes)
+// fail the test at once, all of them.
+//
+// The run's files (results.jsonl, summary.json, cells/) go to the
+// directory of WithOutDir, or else to <DAGEVAL_TEST_OUT or the system's
+// temporary directory>/dageval-test/<TestName>-<suite hash>, emptied when
+// the run starts and kept after it, so that `dageval report DIR` shows the
+// last run of the test; a failing test logs the directory. It returns the
+// run's result for further assertions.
 func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	t.Helper()
 	o := Options{Mode: recorder.ModeReplay}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s, err := Load(path)
+	s, err := o.reg.Load(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.OutDir == "" {
+		o.OutDir = testOutDir(t, path, o.Getenv)
 	}
 	ss, err := s.start(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sem := make(chan struct{}, ss.conc)
-	t.Run(s.Name, func(t *testing.T) {
+	t.Run(SubtestName(s.Name), func(t *testing.T) {
 		for i, c := range ss.cells {
-			name := c.CaseDef.ID + "/" + strings.ReplaceAll(c.Model, "/", "_") + "/" + c.Profile + "/e" + strconv.Itoa(c.Epoch)
+			name := c.CaseDef.ID + "/" + SubtestName(c.Model) + "/" + SubtestName(c.Profile) + "/e" + strconv.Itoa(c.Epoch)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				sem <- struct{}{}
@@ -47,11 +62,11 @@ func Run(t *testing.T, path string, opts ...Option) *RunResult {
 				if res.Status == StatusPass {
 					return
 				}
-				msg := describeFailure(res)
-				if o.gate {
-					t.Log(msg)
-				} else {
-					t.Error(msg)
+				// Written without go test's file:line, which would be
+				// this file's: the place that matters is the case's.
+				fmt.Fprintln(t.Output(), describeFailure(c.CaseDef, res))
+				if !o.gate {
+					t.Fail()
 				}
 			})
 		}
@@ -64,14 +79,46 @@ func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	if o.gate && !rr.Summary.Passed {
 		t.Errorf("suite %s does not pass: %s", s.Name, strings.Join(rr.Summary.Reasons, "; "))
 	}
+	if t.Failed() {
+		t.Logf("the run's files are in %s (dageval report %s)", o.OutDir, o.OutDir)
+	}
 	return rr
 }
 
+// SubtestName is a suite name, model spec or profile name as a level of
+// Run's subtest names: '/' becomes '_' so that each stays one level of the
+// name (a model such as ollama:library/qwen3 would otherwise split in two).
+// go test itself then turns spaces into '_'.
+func SubtestName(s string) string { return strings.ReplaceAll(s, "/", "_") }
+
+// testOutDir is where Run writes when no directory is given: one directory
+// per test and suite, the same on every run of the test.
+func testOutDir(t *testing.T, suitePath string, getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	root := getenv("DAGEVAL_TEST_OUT")
+	if root == "" {
+		root = os.TempDir()
+	}
+	abs, err := filepath.Abs(suitePath)
+	if err != nil {
+		abs = suitePath
+	}
+	sum := sha256.Sum256([]byte(abs))
+	name := unsafeID.ReplaceAllString(t.Name(), "_") + "-" + hex.EncodeToString(sum[:4])
+	return filepath.Join(root, "dageval-test", name)
+}
+
+// WithRegistry loads the suite with a registry's Go checks, tools and
+// agent factories (see Registry).
+func WithRegistry(r *Registry) Option { return func(o *Options) { o.reg = r } }
+
 // describeFailure says why a cell did not pass: its error, the rubric's
 // failing criteria with their gaps, the failed checks with their details.
-func describeFailure(r CellResult) string {
+func describeFailure(c *Case, r CellResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cell %s %s %s e%d: %s (score %.2f)", r.Case, r.Model, r.Profile, r.Epoch, r.Status, r.Score)
+	fmt.Fprintf(&b, "%s: case %s: %s %s e%d: %s (score %.2f)", c.Source, r.Case, r.Model, r.Profile, r.Epoch, r.Status, r.Score)
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n  error: %s", r.Error)
 	}
