@@ -78,7 +78,7 @@ func TestDatasetCases(t *testing.T) {
 func TestDatasetErrors(t *testing.T) {
 	tests := []struct {
 		name, entry, data string
-		want             []string
+		want              []string
 	}{
 		{"unknown var", "{file: d.jsonl, input: \"Weather in {{citty}}?\"}", `{"city": "Paris"}` + "\n",
 			[]string{`d.jsonl:1: input: "Weather in {{citty}}?" uses {{citty}}, but the row has no var citty (its vars: city)`}},

@@ -88,9 +88,15 @@ func (r *Registry) AddCheck(name string, c CheckDef) *Registry {
 
 // Tools, Agents and Checks list the registered names, sorted, for messages
 // about a name that is not registered.
-func (r *Registry) Tools() []string  { return r.names(func() []string { return slices.Collect(maps.Keys(r.tools)) }) }
-func (r *Registry) Agents() []string { return r.names(func() []string { return slices.Collect(maps.Keys(r.agents)) }) }
-func (r *Registry) Checks() []string { return r.names(func() []string { return slices.Collect(maps.Keys(r.checks)) }) }
+func (r *Registry) Tools() []string {
+	return r.names(func() []string { return slices.Collect(maps.Keys(r.tools)) })
+}
+func (r *Registry) Agents() []string {
+	return r.names(func() []string { return slices.Collect(maps.Keys(r.agents)) })
+}
+func (r *Registry) Checks() []string {
+	return r.names(func() []string { return slices.Collect(maps.Keys(r.checks)) })
+}
 
 func (r *Registry) names(keys func() []string) []string {
 	if r == nil {

@@ -103,10 +103,10 @@ func TestRegisteredCheckOptionErrors(t *testing.T) {
 	head := "version: 1\nname: c\nagent: {name: a}\nmodels: [openai:gpt-5]\ncases:\n  - id: a\n    input: hi\n    checks:\n"
 	for spec, want := range map[string]string{
 		"      - mentions: {words: [a], nede: 1}\n": `suite.yaml:9:32: cases[0].checks[0].mentions.nede: unknown key "nede"`,
-		"      - mentions: {words: a}\n":           `suite.yaml:9:27: cases[0].checks[0].mentions.words: `,
+		"      - mentions: {words: a}\n":            `suite.yaml:9:27: cases[0].checks[0].mentions.words: `,
 		"      - mentions: {words: [a], need: 3}\n": `suite.yaml:9:9: cases[0].checks[0].mentions: need (3) is more than the 1 words`,
-		"      - mentions:\n":                      `suite.yaml:9:9: cases[0].checks[0].mentions: mentions needs words`,
-		"      - mention: {words: [a]}\n":          `suite.yaml:9:9: cases[0].checks[0].mention: unknown check "mention" (known checks: final_answer, tool_called, tool_not_called, trajectory, file_exists, file_contains, max_steps, max_tokens, max_cost_usd, no_error, fragile, mentions, polite)`,
+		"      - mentions:\n":                       `suite.yaml:9:9: cases[0].checks[0].mentions: mentions needs words`,
+		"      - mention: {words: [a]}\n":           `suite.yaml:9:9: cases[0].checks[0].mention: unknown check "mention" (known checks: final_answer, tool_called, tool_not_called, trajectory, file_exists, file_contains, max_steps, max_tokens, max_cost_usd, no_error, fragile, mentions, polite)`,
 	} {
 		_, err := checkRegistry().Parse("suite.yaml", []byte(head+spec))
 		assert.ErrorContains(t, err, want, spec)
