@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -45,7 +46,7 @@ func TestRunReportsTheCase(t *testing.T) {
 
 func failingSuite(t *testing.T) {
 	m := &convModel{convs: map[string][]llm.Message{"weather": {say("It is sunny.")}, "sunny": {say("It is sunny.")}}}
-	srv := fakes.NewServer(m)
+	srv := llmserver.NewServer(m)
 	defer srv.Close()
 	path := writeSuite(t, map[string]string{"suite.yaml": "version: 1\nname: team/weather\n" +
 		`providers: {local: {kind: openai-compatible, base_url: "` + srv.URL + `/v1", api_key_env: TEST_KEY}}
@@ -57,7 +58,7 @@ cases:
     input: weather
     checks: [{final_answer: {contains: rain}}]
 `})
-	evals.Run(t, path, evals.WithMode(fakes.ModeLive), evals.WithGetenv(func(k string) string {
+	evals.Run(t, path, evals.WithMode(recorder.ModeLive), evals.WithGetenv(func(k string) string {
 		if k == "DAGEVAL_TEST_OUT" {
 			return os.Getenv(k)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
