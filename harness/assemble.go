@@ -108,6 +108,9 @@ func New(cfg Config) (*Agent, error) {
 	var inline []middleware.SubAgent
 	var async []middleware.AsyncSubAgent
 	names := map[string]bool{}
+	// Deep Agents decides on its own general-purpose subagent from the
+	// inline ones only: an async subagent of that name is a different tool's.
+	inlineNames := map[string]bool{}
 	for i, spec := range cfg.SubAgents {
 		if spec.Name == "" {
 			return nil, fmt.Errorf("harness: subagent %d has no name", i+1)
@@ -125,9 +128,11 @@ func New(cfg Config) (*Agent, error) {
 			}
 			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "async", desc: desc})
 		case "compiled":
+			inlineNames[spec.Name] = true
 			inline = append(inline, middleware.SubAgent{Name: spec.Name, Description: spec.Description, Runner: spec.Runner})
 			b.stacks = append(b.stacks, stack{name: spec.Name, kind: "compiled"})
 		default:
+			inlineNames[spec.Name] = true
 			sa, err := b.declarative(spec)
 			if err != nil {
 				return nil, fmt.Errorf("harness: subagent %q: %w", spec.Name, err)
@@ -137,7 +142,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 
 	// 4. The general-purpose subagent, listed first.
-	if b.prof.GeneralPurposeEnabled() && !names[GeneralPurposeName] {
+	if b.prof.GeneralPurposeEnabled() && !inlineNames[GeneralPurposeName] {
 		gp, err := b.generalPurpose(mainMatcher)
 		if err != nil {
 			return nil, fmt.Errorf("harness: general-purpose subagent: %w", err)

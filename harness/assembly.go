@@ -32,7 +32,9 @@ type Assembly struct {
 
 // Stack describes one agent of the assembly.
 type Stack struct {
-	// Name is "main" or "subagent:<name>".
+	// Name is "main" or "subagent:<name>". An async subagent may share its
+	// name with an inline one (they are offered by different tools), so a
+	// stack is identified by its name and kind together.
 	Name string `json:"name"`
 	// Kind is main, general-purpose, declarative, compiled or async.
 	Kind string `json:"kind"`
@@ -402,31 +404,45 @@ func Diff(base, head *Assembly) (string, bool) {
 		return s
 	}
 	sb.WriteString(udiff.Unified("base", "head", header(base), header(head)))
-	byName := func(a *Assembly) (map[string]Stack, []string) {
-		m := map[string]Stack{}
-		var order []string
+	// Stacks pair up by name and kind: an async subagent may share its name
+	// with an inline one (Deep Agents keeps both), and such names are
+	// labelled with the kind so the two sections can be told apart.
+	type key struct{ name, kind string }
+	kinds := map[string]map[string]bool{}
+	byKey := func(a *Assembly) (map[key]Stack, []key) {
+		m := map[key]Stack{}
+		var order []key
 		for _, s := range a.Stacks {
-			m[s.Name] = s
-			order = append(order, s.Name)
+			k := key{s.Name, s.Kind}
+			m[k] = s
+			order = append(order, k)
+			if kinds[s.Name] == nil {
+				kinds[s.Name] = map[string]bool{}
+			}
+			kinds[s.Name][s.Kind] = true
 		}
 		return m, order
 	}
-	bm, border := byName(base)
-	hm, horder := byName(head)
-	seen := map[string]bool{}
-	for _, n := range append(border, horder...) {
-		if seen[n] {
+	bm, border := byKey(base)
+	hm, horder := byKey(head)
+	seen := map[key]bool{}
+	for _, k := range append(border, horder...) {
+		if seen[k] {
 			continue
 		}
-		seen[n] = true
+		seen[k] = true
 		var a, b string
-		if s, ok := bm[n]; ok {
+		if s, ok := bm[k]; ok {
 			a = s.Text()
 		}
-		if s, ok := hm[n]; ok {
+		if s, ok := hm[k]; ok {
 			b = s.Text()
 		}
-		sb.WriteString(udiff.Unified("base/"+n, "head/"+n, a, b))
+		label := k.name
+		if len(kinds[k.name]) > 1 {
+			label += " (" + k.kind + ")"
+		}
+		sb.WriteString(udiff.Unified("base/"+label, "head/"+label, a, b))
 	}
 	out := sb.String()
 	return out, out != ""
