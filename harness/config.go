@@ -66,8 +66,9 @@ type Config struct {
 	// Profile is merged over the profile the registry has for the model,
 	// e.g. the profile files given to `dageval assemble --profile`. Like a
 	// profile registered for that model, it shapes every stack that runs on
-	// it: main, general-purpose and declarative subagents without a model
-	// of their own (which then must match its middleware exclusions too).
+	// it: main, general-purpose and declarative subagents whose model is
+	// the main model — given no model, or the same provider:model spelled
+	// out (such a stack then must match its middleware exclusions too).
 	Profile *profile.HarnessProfile
 	// RecursionLimit overrides DefaultRecursionLimit.
 	RecursionLimit int

@@ -7,8 +7,10 @@
 //     as Deep Agents does; for models resolved from a spec the two agree.
 //   - Config.Profile (the `--profile` files and an agent file's `profile`)
 //     acts like a profile registered for the main model: it shapes every
-//     stack that runs on that model, declarative subagents included, and
-//     such a subagent's stack must then match its middleware exclusions.
+//     stack that runs on that model — declarative subagents without a model
+//     and those naming the main model's provider:model alike, since Deep
+//     Agents looks a subagent's profile up by its model — and such a
+//     subagent's stack must then match its middleware exclusions.
 //   - A caller middleware that takes the name of a default the profile
 //     excluded by type does not take the default's slot (it is gone after
 //     the first exclusion pass): it lands after the core of the main stack

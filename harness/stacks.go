@@ -37,9 +37,11 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}
-	if parentModel {
-		// Config.Profile shapes the parent's model wherever it runs, as a
-		// profile registered for that model would.
+	if parentModel || b.isMainModel(model, modelSpec) {
+		// Config.Profile shapes the main model wherever it runs, as a
+		// profile registered for that model would: Deep Agents looks a
+		// subagent's profile up by the subagent's model, so spelling the
+		// main model out changes nothing.
 		prof = profile.MergeHarness(prof, b.cfg.Profile)
 	}
 	perms := spec.Permissions
@@ -129,6 +131,29 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 		Name: spec.Name, Description: spec.Description, Runner: a,
 		WithResponseFormat: func(f *agent.ResponseFormat) (middleware.Runner, error) { return build(f) },
 	}, nil
+}
+
+// isMainModel reports whether a subagent's own model is the main model: the
+// same instance, or the same provider:model (from the specs when given,
+// else from the models' identities).
+func (b *builder) isMainModel(m llm.ChatModel, spec string) bool {
+	if m == b.model {
+		return true
+	}
+	key := func(m llm.ChatModel, spec string) (llm.Identity, bool) {
+		if spec != "" {
+			ps, err := llm.ParseSpec(spec)
+			return llm.Identity{Provider: ps.Provider, Model: ps.Model}, err == nil
+		}
+		id, ok := llm.IdentityOf(m)
+		return id, ok && id.Provider != "" && id.Model != ""
+	}
+	sub, ok := key(m, spec)
+	if !ok {
+		return false
+	}
+	main, ok := key(b.model, b.spec)
+	return ok && sub == main
 }
 
 // generalPurpose builds the general-purpose subagent from the main model,
