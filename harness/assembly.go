@@ -21,9 +21,10 @@ import (
 )
 
 // Assembly is the canonical description of an assembled deep agent: for
-// each stack (main, then each subagent in order) its middleware, the tools
-// and the system prompt exactly as the model sees them on the first call;
-// plus the model and the resolved profile. Same inputs, same bytes.
+// each stack (main, then each subagent in order) its middleware, the tools,
+// the system prompt (text and blocks) and every cache breakpoint exactly as
+// the model is sent them on the first call; plus the model and the resolved
+// profile. Same inputs, same bytes.
 type Assembly struct {
 	Model   string              `json:"model"`
 	Profile profile.Description `json:"profile"`
@@ -40,13 +41,78 @@ type Stack struct {
 	Kind string `json:"kind"`
 	// Model is the model of a subagent built by the assembly (the main
 	// stack's is the Assembly's Model).
-	Model        string     `json:"model,omitempty"`
-	Middleware   []string   `json:"middleware"`
-	Tools        []ToolSpec `json:"tools"`
-	SystemPrompt string     `json:"system_prompt"`
+	Model      string     `json:"model,omitempty"`
+	Middleware []string   `json:"middleware"`
+	Tools      []ToolSpec `json:"tools"`
+	// SystemPrompt is the text of the system prompt; SystemBlocks is the
+	// prompt as sent, one entry per content block with its cache-control
+	// marker, which the text alone cannot show.
+	SystemPrompt string      `json:"system_prompt"`
+	SystemBlocks []llm.Block `json:"system_blocks"`
+	// CacheBreakpoints lists every cache-control marker of the first
+	// request, on tools, system blocks and messages, in request order: they
+	// decide what a provider caches, so moving one changes cost and latency
+	// without changing a word the model reads.
+	CacheBreakpoints []CacheBreakpoint `json:"cache_breakpoints"`
 	// Note explains what could not be described (compiled agents built
 	// elsewhere, async subagents that run remotely).
 	Note string `json:"note,omitempty"`
+}
+
+// CacheBreakpoint is one cache-control marker of a request.
+type CacheBreakpoint struct {
+	// Target is "tool", "system" (a system block) or "message".
+	Target string `json:"target"`
+	// Index is the 1-based position of the tool, system block or message.
+	Index int `json:"index"`
+	// Name is the tool's name, for tools.
+	Name string `json:"name,omitempty"`
+	// Role and Block (1-based) locate a message's marked content block.
+	Role         string           `json:"role,omitempty"`
+	Block        int              `json:"block,omitempty"`
+	CacheControl llm.CacheControl `json:"cache_control"`
+}
+
+// String renders the breakpoint for the text form, e.g. "tool task
+// (ephemeral)" or "message 1 (user) block 1 (ephemeral, ttl 1h)".
+func (bp CacheBreakpoint) String() string {
+	var at string
+	switch bp.Target {
+	case "tool":
+		at = "tool " + bp.Name
+	case "system":
+		at = fmt.Sprintf("system block %d", bp.Index)
+	default:
+		at = fmt.Sprintf("%s %d (%s) block %d", bp.Target, bp.Index, bp.Role, bp.Block)
+	}
+	marker := bp.CacheControl.Type
+	if bp.CacheControl.TTL != "" {
+		marker += ", ttl " + bp.CacheControl.TTL
+	}
+	return at + " (" + marker + ")"
+}
+
+// breakpoints collects the cache-control markers of a request.
+func breakpoints(r *llm.Request) []CacheBreakpoint {
+	out := []CacheBreakpoint{}
+	for i, t := range r.Tools {
+		if t.CacheControl != nil {
+			out = append(out, CacheBreakpoint{Target: "tool", Index: i + 1, Name: t.Name, CacheControl: *t.CacheControl})
+		}
+	}
+	for i, b := range r.System {
+		if b.CacheControl != nil {
+			out = append(out, CacheBreakpoint{Target: "system", Index: i + 1, CacheControl: *b.CacheControl})
+		}
+	}
+	for i, m := range r.Messages {
+		for k, b := range m.Content {
+			if b.CacheControl != nil {
+				out = append(out, CacheBreakpoint{Target: "message", Index: i + 1, Role: string(m.Role), Block: k + 1, CacheControl: *b.CacheControl})
+			}
+		}
+	}
+	return out
 }
 
 // ToolSpec is a tool as the model sees it.
@@ -124,7 +190,8 @@ func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, 
 		}
 	}
 	for _, st := range a.stacks {
-		s := Stack{Name: st.label(), Kind: st.kind, Model: st.model, Middleware: []string{}, Tools: []ToolSpec{}}
+		s := Stack{Name: st.label(), Kind: st.kind, Model: st.model, Middleware: []string{}, Tools: []ToolSpec{},
+			SystemBlocks: []llm.Block{}, CacheBreakpoints: []CacheBreakpoint{}}
 		if opts.Stacks != nil && !keep[s.Name] {
 			continue
 		}
@@ -147,6 +214,14 @@ func (a *Agent) Describe(ctx context.Context, opts DescribeOptions) (*Assembly, 
 				s.Tools = append(s.Tools, ToolSpec{Name: t.Name, Description: t.Description, Parameters: canonical(t.Parameters)})
 			}
 			s.SystemPrompt = req.SystemText()
+			for _, b := range req.System {
+				if b.CacheControl != nil {
+					cc := *b.CacheControl
+					b.CacheControl = &cc
+				}
+				s.SystemBlocks = append(s.SystemBlocks, b)
+			}
+			s.CacheBreakpoints = breakpoints(req)
 		case st.kind == "async":
 			s.Note = "runs remotely (" + st.desc + "); no local stack"
 		default:
@@ -188,6 +263,7 @@ func (c *captureModel) Generate(_ context.Context, req *llm.Request) (*llm.Respo
 	r := *req
 	r.Tools = append([]llm.ToolSpec(nil), req.Tools...)
 	r.System = append([]llm.Block(nil), req.System...)
+	r.Messages = append([]llm.Message(nil), req.Messages...)
 	c.reqs = append(c.reqs, r)
 	return &llm.Response{Message: llm.Assistant("ok"), StopReason: llm.StopEndTurn}, nil
 }
@@ -358,11 +434,25 @@ func (s Stack) Text() string {
 		}
 	}
 	if s.Note == "" {
-		sb.WriteString("system prompt:\n")
-		if s.SystemPrompt == "" {
-			sb.WriteString("  (empty)\n")
-		} else {
-			sb.WriteString(indentBlock(s.SystemPrompt, "  "))
+		switch {
+		case len(s.SystemBlocks) > 1:
+			// Block boundaries are part of the request (each block can carry
+			// its own cache marker), so several blocks are shown as such.
+			fmt.Fprintf(&sb, "system prompt (%d blocks):\n", len(s.SystemBlocks))
+			for i, b := range s.SystemBlocks {
+				fmt.Fprintf(&sb, "  [block %d]\n", i+1)
+				sb.WriteString(indentBlock(b.Text, "  "))
+			}
+		case s.SystemPrompt == "":
+			sb.WriteString("system prompt:\n  (empty)\n")
+		default:
+			sb.WriteString("system prompt:\n" + indentBlock(s.SystemPrompt, "  "))
+		}
+		if len(s.CacheBreakpoints) > 0 {
+			sb.WriteString("cache breakpoints:\n")
+			for _, bp := range s.CacheBreakpoints {
+				sb.WriteString("  - " + bp.String() + "\n")
+			}
 		}
 	}
 	return sb.String()

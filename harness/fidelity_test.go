@@ -93,3 +93,51 @@ func TestConfigProfileReachesSubagentNamingTheMainModel(t *testing.T) {
 		})
 	}
 }
+
+// Issue 16, bug 3: the Assembly shows the system prompt as the blocks the
+// model is sent and every cache breakpoint (tools, system, messages), so a
+// prompt given as two blocks with cache_control differs from the same text
+// given as one string.
+func TestAssemblyShowsBlocksAndCacheBreakpoints(t *testing.T) {
+	text := "You are Bobby.\n\nToday: billing."
+	str := describe(t, newAgent(t, harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6"), SystemPrompt: text}))
+	blocks := describe(t, newAgent(t, harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6"), SystemBlocks: []llm.Block{
+		{Type: llm.BlockText, Text: "You are Bobby.", CacheControl: llm.Ephemeral()},
+		llm.TextBlock("\n\nToday: billing."),
+	}}))
+	require.Equal(t, stackOf(t, str, "main").SystemPrompt, stackOf(t, blocks, "main").SystemPrompt, "the same text")
+
+	out, differ := harness.Diff(str, blocks)
+	require.True(t, differ, "one string and two blocks with cache_control are different requests")
+	for _, s := range []string{
+		"-system prompt:\n+system prompt (2 blocks):\n+  [block 1]\n   You are Bobby.\n+  [block 2]\n",
+		"   - system block 1 (ephemeral)\n+  - system block 2 (ephemeral)\n",
+	} {
+		assert.Contains(t, out, s)
+	}
+
+	main := stackOf(t, blocks, "main")
+	require.Len(t, main.SystemBlocks, 2)
+	assert.Equal(t, llm.Ephemeral(), main.SystemBlocks[0].CacheControl)
+	assert.Equal(t, llm.Ephemeral(), main.SystemBlocks[1].CacheControl, "prompt caching marks the last block")
+	assert.Equal(t, []harness.CacheBreakpoint{
+		{Target: "tool", Index: 8, Name: "task", CacheControl: *llm.Ephemeral()},
+		{Target: "system", Index: 1, CacheControl: *llm.Ephemeral()},
+		{Target: "system", Index: 2, CacheControl: *llm.Ephemeral()},
+		{Target: "message", Index: 1, Block: 1, Role: "user", CacheControl: *llm.Ephemeral()},
+	}, main.CacheBreakpoints)
+	assert.Contains(t, main.Text(), "cache breakpoints:\n  - tool task (ephemeral)\n  - system block 1 (ephemeral)\n  - system block 2 (ephemeral)\n  - message 1 (user) block 1 (ephemeral)\n")
+
+	// A TTL is part of the marker; a model without prompt caching has none.
+	ttl := describe(t, newAgent(t, harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6"), SystemBlocks: []llm.Block{
+		{Type: llm.BlockText, Text: "You are Bobby.", CacheControl: &llm.CacheControl{Type: "ephemeral", TTL: "1h"}},
+		llm.TextBlock("\n\nToday: billing."),
+	}}))
+	out, differ = harness.Diff(blocks, ttl)
+	require.True(t, differ)
+	assert.Contains(t, out, "-  - system block 1 (ephemeral)\n+  - system block 1 (ephemeral, ttl 1h)\n")
+	plain := stackOf(t, describe(t, newAgent(t, harness.Config{Model: fakeModel("openai", "gpt-5"), SystemPrompt: text})), "main")
+	assert.Empty(t, plain.CacheBreakpoints)
+	assert.NotContains(t, plain.Text(), "cache breakpoints")
+	assert.Contains(t, plain.Text(), "system prompt:\n  You are Bobby.\n\n  Today: billing.\n", "one unmarked block reads as plain text")
+}

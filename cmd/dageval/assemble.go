@@ -17,8 +17,10 @@ func init() {
 		usage:   "[--agent FILE] [--model SPEC] [--profile FILE]... [--format text|json]\n       dageval assemble --diff [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC]",
 		help: `Assembles a deep agent the way create_deep_agent does and prints what the
 model will see on its first call, for the main agent and every subagent:
-middleware in order, tools (name, description, JSON Schema) and the system
-prompt, plus the model and the resolved harness profile.
+middleware in order, tools (name, description, JSON Schema), the system
+prompt (block by block when it has several) and every cache breakpoint on
+tools, system blocks and messages, plus the model and the resolved harness
+profile.
 
 Without --agent it assembles the default deep agent. --model overrides the
 agent file's model; with neither the model is anthropic:claude-sonnet-4-6.
