@@ -168,6 +168,28 @@ func snapshotOf(t *testing.T, tt snapshotCase) (string, []byte) {
 		main := stackOf(t, as, "main")
 		assert.Equal(t, first.SystemText(), main.SystemPrompt, "the assembly shows the prompt the model received")
 		assert.Equal(t, toolNames(first.Tools), stackTools(main), "the assembly shows the tools the model received")
+		if len(first.System) > 0 {
+			assert.Equal(t, first.System, main.SystemBlocks, "the assembly shows the system blocks the model received")
+		}
+		var marked int
+		for _, tl := range first.Tools {
+			if tl.CacheControl != nil {
+				marked++
+			}
+		}
+		for _, m := range first.Messages {
+			for _, b := range m.Content {
+				if b.CacheControl != nil {
+					marked++
+				}
+			}
+		}
+		for _, b := range first.System {
+			if b.CacheControl != nil {
+				marked++
+			}
+		}
+		assert.Len(t, main.CacheBreakpoints, marked, "the assembly shows every cache breakpoint the model received")
 		msg, err := json.Marshal(first.Messages[0])
 		require.NoError(t, err)
 		raw := readableJSON(t, requestSnapshot{System: first.System, Tools: first.Tools, Model: c.model.Identity().String(), First: msg})
