@@ -1,4 +1,4 @@
-// Package backend defines where an agent's files live — agent state, a cross-thread key-value store, a directory on disk, prefix-routed composites and a local shell — behind one small interface.
+// Package backend defines where an agent's files live and its commands run — agent state, a cross-thread key-value store, a directory on disk, prefix-routed composites, a local shell and sandboxes — behind one small interface.
 //
 // # Choices where Deep Agents behaves accidentally
 //
@@ -32,4 +32,18 @@
 //   - Grep is implemented in Go for every backend (no ripgrep), so results do
 //     not depend on what is installed; the Filesystem backend skips binary
 //     files.
+//
+// # Sandboxes
+//
+// Deep Agents' sandbox backends (Modal, Daytona, Runloop, Docker) are
+// long-lived containers that a provider implements with execute, upload and
+// download; here a Sandbox is an Executor with a Lifecycle, started and
+// closed once per eval cell. The local one, Bubblewrap, differs from a
+// container on purpose: every command gets namespaces of its own, so a
+// background process ends with the command that started it and /tmp is
+// private to each command (only the workspace carries state from one
+// command to the next). That is what makes "nothing outlives its cell"
+// hold without cgroups. Its file operations act on the workspace directly
+// rather than through shell scripts, so they behave exactly like the
+// Filesystem backend's.
 package backend

@@ -22,6 +22,9 @@ const (
 	// InvalidArgument: a parameter other than the path is unacceptable
 	// (a timeout the backend refuses, a glob pattern it cannot compile).
 	InvalidArgument ErrorCode = "invalid_argument"
+	// Unavailable: the backend is not running — a sandbox before Start or
+	// after Close.
+	Unavailable ErrorCode = "unavailable"
 )
 
 // Error is a backend failure. Its message is written for the model: tools
@@ -55,6 +58,7 @@ var (
 	ErrNotADirectory    = &Error{Code: NotADirectory}
 	ErrUnsupported      = &Error{Code: Unsupported}
 	ErrInvalidArgument  = &Error{Code: InvalidArgument}
+	ErrUnavailable      = &Error{Code: Unavailable}
 )
 
 // CodeOf returns the code of the first *Error in err's chain, or "".

@@ -46,7 +46,12 @@ type Filesystem struct {
 	maxSize int64
 	globDur time.Duration
 	grepDur time.Duration
+	// owner, when set, is given every file and directory Write and Upload
+	// create, so that a sandbox running as another user can change them.
+	owner *fileOwner
 }
+
+type fileOwner struct{ uid, gid int }
 
 // NewFilesystem serves the directory root ("" means the working directory),
 // which must exist.
@@ -320,7 +325,23 @@ func (f *Filesystem) writeBytes(r *os.Root, rel, shown string, data []byte) erro
 	if st, err := r.Stat(rel); err == nil && st.IsDir() {
 		return errIsDir(shown)
 	}
-	return mapErr(shown, r.WriteFile(rel, data, 0o644))
+	if err := r.WriteFile(rel, data, 0o644); err != nil {
+		return mapErr(shown, err)
+	}
+	return mapErr(shown, f.chown(r, rel))
+}
+
+// chown gives rel and the directories leading to it to the owner, if any.
+func (f *Filesystem) chown(r *os.Root, rel string) error {
+	if f.owner == nil {
+		return nil
+	}
+	for p := rel; p != "."; p = path.Dir(p) {
+		if err := r.Lchown(p, f.owner.uid, f.owner.gid); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Write implements Backend.

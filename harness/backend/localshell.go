@@ -108,6 +108,20 @@ func (s *LocalShell) ID() string { return s.id }
 // (Truncated). A non-zero exit appends "Exit code: N". A command that runs
 // out of time is killed with its process group and reports exit code 124.
 func (s *LocalShell) Execute(ctx context.Context, req ExecuteRequest) (ExecuteResult, error) {
+	return runCommand(ctx, req, s.timeout, s.maxOut, func(ctx context.Context) (*exec.Cmd, error) {
+		cmd := exec.CommandContext(ctx, s.shell, "-c", req.Command)
+		cmd.Dir = s.root
+		cmd.Env = s.env
+		return cmd, nil
+	})
+}
+
+// runCommand runs the command build makes (stdin closed, in its own process
+// group, killed with the group when ctx ends or the time runs out) and
+// reports it the way Deep Agents' LocalShellBackend does; see
+// LocalShell.Execute. Shells and sandboxes share it, so every backend that
+// runs commands answers the model in the same words.
+func runCommand(ctx context.Context, req ExecuteRequest, defaultTimeout time.Duration, maxOut int, build func(ctx context.Context) (*exec.Cmd, error)) (ExecuteResult, error) {
 	if strings.TrimSpace(req.Command) == "" {
 		return ExecuteResult{Output: "Error: Command must be a non-empty string.", ExitCode: ExitCode(1)}, nil
 	}
@@ -115,21 +129,22 @@ func (s *LocalShell) Execute(ctx context.Context, req ExecuteRequest) (ExecuteRe
 	custom := timeout != 0
 	switch {
 	case timeout == 0:
-		timeout = s.timeout
+		timeout = defaultTimeout
 	case timeout < 0:
 		return ExecuteResult{}, errf(InvalidArgument, "", "timeout must be positive: this backend cannot run commands without a time limit")
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, s.shell, "-c", req.Command)
-	cmd.Dir = s.root
-	cmd.Env = s.env
-	stdout := &capped{limit: s.maxOut + 1}
-	stderr := &capped{limit: s.maxOut + 1}
+	cmd, err := build(tctx)
+	if err != nil {
+		return ExecuteResult{}, err
+	}
+	stdout := &capped{limit: maxOut + 1}
+	stderr := &capped{limit: maxOut + 1}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	setProcessGroup(cmd)
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	err = cmd.Run()
 	if ctx.Err() != nil {
 		return ExecuteResult{}, ctx.Err()
 	}
@@ -163,12 +178,12 @@ func (s *LocalShell) Execute(ctx context.Context, req ExecuteRequest) (ExecuteRe
 		output = "<no output>"
 	}
 	res := ExecuteResult{ExitCode: ExitCode(code)}
-	if len(output) > s.maxOut || stdout.dropped || stderr.dropped {
-		cut := min(s.maxOut, len(output))
+	if len(output) > maxOut || stdout.dropped || stderr.dropped {
+		cut := min(maxOut, len(output))
 		for cut > 0 && cut < len(output) && !utf8.RuneStart(output[cut]) {
 			cut--
 		}
-		output = output[:cut] + fmt.Sprintf("\n\n... Output truncated at %d bytes.", s.maxOut)
+		output = output[:cut] + fmt.Sprintf("\n\n... Output truncated at %d bytes.", maxOut)
 		res.Truncated = true
 	}
 	if code != 0 {

@@ -10,7 +10,10 @@ import (
 // setProcessGroup puts the shell in its own process group so that a
 // timeout kills the whole pipeline, not only the shell.
 func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
@@ -26,4 +29,12 @@ func exitStatus(e *exec.ExitError) int {
 		return 128 + int(ws.Signal())
 	}
 	return e.ExitCode()
+}
+
+// runAs makes cmd run as uid and gid, without supplementary groups.
+func runAs(cmd *exec.Cmd, uid, gid int) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: false, Groups: []uint32{}}
 }

@@ -111,6 +111,19 @@ func TestHostilePathsCannotEscape(t *testing.T) {
 		targets = append(targets, target{name: "Composite", b: c, sb: sb, extra: routed})
 	}
 
+	if err := backend.CheckBubblewrap(t.Context()); err == nil {
+		// The sandbox's workspace is a copy of the root, made next to
+		// "outside", so the same links lead out of it.
+		sb := newSandbox(t)
+		bw, err := backend.NewBubblewrap(backend.BubblewrapOptions{Workspace: sb.root, Dir: sb.parent})
+		require.NoError(t, err)
+		require.NoError(t, bw.Start(t.Context()))
+		t.Cleanup(func() { assert.NoError(t, bw.Close()) })
+		targets = append(targets, target{name: "Bubblewrap", b: bw, sb: sb})
+	} else {
+		t.Run("Bubblewrap", func(t *testing.T) { requireBubblewrap(t) })
+	}
+
 	allowed := []backend.ErrorCode{backend.InvalidPath, backend.PermissionDenied}
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
