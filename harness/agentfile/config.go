@@ -324,6 +324,17 @@ func (af *File) buildBackend(d *Backend) (backend.Backend, error) {
 			opts.Timeout = t
 		}
 		return backend.NewLocalShell(af.resolvePath(d.Root), opts)
+	case "sandbox":
+		opts := backend.BubblewrapOptions{Workspace: af.resolvePath(d.Workspace), Network: d.Network, MaxOutputBytes: d.MaxOutputBytes,
+			MaxProcesses: d.MaxProcesses, ReadOnly: slices.Clone(d.ReadOnly), Env: maps.Clone(d.Env)}
+		if d.Timeout != "" {
+			t, err := time.ParseDuration(d.Timeout)
+			if err != nil {
+				return nil, err
+			}
+			opts.Timeout = t
+		}
+		return backend.NewBubblewrap(opts)
 	case "composite":
 		def, err := af.buildBackend(d.Default)
 		if err != nil {

@@ -229,17 +229,28 @@ type ResponseFormat struct {
 	Strategy    string         `yaml:"strategy"`
 }
 
-// Backend chooses where the agent's files live.
+// Backend chooses where the agent's files live and its commands run.
 type Backend struct {
-	Kind string `yaml:"kind"` // state | store | filesystem | localshell | composite
+	Kind string `yaml:"kind"` // state | store | filesystem | localshell | sandbox | composite
 	// Root is the directory of a filesystem or localshell backend, relative
 	// to the agent file.
 	Root string `yaml:"root"`
 	// HostPaths switches a filesystem backend out of virtual mode.
 	HostPaths bool `yaml:"host_paths"`
-	// Timeout and MaxOutputBytes configure localshell commands.
+	// Timeout and MaxOutputBytes configure localshell and sandbox commands.
 	Timeout        string `yaml:"timeout"`
 	MaxOutputBytes int    `yaml:"max_output_bytes"`
+	// Workspace is the directory a sandbox copies into each run's fresh
+	// workspace, relative to the agent file (none: an empty workspace).
+	Workspace string `yaml:"workspace"`
+	// Network lets a sandbox's commands use the network (off by default).
+	Network bool `yaml:"network"`
+	// MaxProcesses caps a sandbox command's processes (256 when 0).
+	MaxProcesses int `yaml:"max_processes"`
+	// ReadOnly lists host paths a sandbox's commands may also read.
+	ReadOnly []string `yaml:"read_only"`
+	// Env is laid over a sandbox's command environment.
+	Env map[string]string `yaml:"env"`
 	// Database is the SQLite file of a store backend ("" keeps it in memory).
 	Database  string   `yaml:"database"`
 	Namespace []string `yaml:"namespace"`
@@ -367,7 +378,7 @@ func decode(doc *yamlx.Doc, key string) (*File, error) {
 		}
 	}
 	if af.Backend != nil {
-		if err := af.Backend.validate(doc, at("backend")); err != nil {
+		if err := af.Backend.validate(doc, at("backend"), af.resolvePath); err != nil {
 			return nil, err
 		}
 	}
@@ -533,20 +544,43 @@ func (pd Provider) Entry() provider.Entry {
 	return provider.Entry{Kind: kind, BaseURL: pd.BaseURL, APIKeyEnv: pd.APIKeyEnv, Headers: pd.Headers}
 }
 
-func (b *Backend) validate(doc *yamlx.Doc, path string) error {
+func (b *Backend) validate(doc *yamlx.Doc, path string, resolve func(string) string) error {
+	checkTimeout := func() error {
+		if b.Timeout != "" {
+			if d, err := time.ParseDuration(b.Timeout); err != nil || d <= 0 {
+				return doc.Errorf(path+".timeout", "not a positive duration: %q (e.g. 30s)", b.Timeout)
+			}
+		}
+		return nil
+	}
 	switch b.Kind {
 	case "", "state", "store":
 	case "filesystem", "localshell":
-		if b.Timeout != "" {
-			if _, err := time.ParseDuration(b.Timeout); err != nil {
-				return doc.Errorf(path+".timeout", "not a duration: %q (e.g. 30s)", b.Timeout)
+		if err := checkTimeout(); err != nil {
+			return err
+		}
+	case "sandbox":
+		if err := checkTimeout(); err != nil {
+			return err
+		}
+		if b.Workspace != "" {
+			if st, err := os.Stat(resolve(b.Workspace)); err != nil || !st.IsDir() {
+				return doc.Errorf(path+".workspace", "%q is not a directory (relative paths are relative to the agent file)", b.Workspace)
+			}
+		}
+		if b.MaxProcesses < 0 || b.MaxOutputBytes < 0 {
+			return doc.Errorf(path, "max_processes and max_output_bytes must not be negative")
+		}
+		for i, p := range b.ReadOnly {
+			if !filepath.IsAbs(p) {
+				return doc.Errorf(fmt.Sprintf("%s.read_only[%d]", path, i), "%q is not an absolute host path", p)
 			}
 		}
 	case "composite":
 		if b.Default == nil {
 			return doc.Errorf(path, "a composite backend needs a default backend")
 		}
-		if err := b.Default.validate(doc, path+".default"); err != nil {
+		if err := b.Default.validate(doc, path+".default", resolve); err != nil {
 			return err
 		}
 		for _, prefix := range slices.Sorted(maps.Keys(b.Routes)) {
@@ -557,12 +591,17 @@ func (b *Backend) validate(doc *yamlx.Doc, path string) error {
 			if r.Kind == "composite" {
 				return doc.Errorf(path+".routes."+prefix, "routes cannot be composite backends")
 			}
-			if err := r.validate(doc, path+".routes."+prefix); err != nil {
+			if r.Kind == "sandbox" {
+				// Commands run on the default backend only, so a sandbox
+				// mounted as a route would hold files no command can reach.
+				return doc.Errorf(path+".routes."+prefix, "a sandbox can only be the default backend of a composite")
+			}
+			if err := r.validate(doc, path+".routes."+prefix, resolve); err != nil {
 				return err
 			}
 		}
 	default:
-		return doc.Errorf(path+".kind", "unknown backend kind %q (want state, store, filesystem, localshell or composite)", b.Kind)
+		return doc.Errorf(path+".kind", "unknown backend kind %q (want state, store, filesystem, localshell, sandbox or composite)", b.Kind)
 	}
 	return nil
 }

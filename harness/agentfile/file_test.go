@@ -10,6 +10,7 @@ import (
 
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agentfile"
+	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
@@ -36,10 +37,14 @@ func TestParseErrors(t *testing.T) {
 		{"malformed model spec", "model: 'openai:'\n", `agent.yaml:1:1: model: model spec "openai:" has an empty model id`},
 		{"unknown provider", "model: a:b:c\n", `agent.yaml:1:1: model: unknown provider "a" in model "a:b:c" (known: anthropic,`},
 		{"unknown subagent provider", "subagents:\n  - {name: a, description: d, system_prompt: p, model: 'acme:m'}\n", `agent.yaml:2:49: subagents[0].model: unknown provider "acme"`},
-		{"bad backend kind", "backend:\n  kind: s3\n", `agent.yaml:2:3: backend.kind: unknown backend kind "s3" (want state, store, filesystem, localshell or composite)`},
+		{"bad backend kind", "backend:\n  kind: s3\n", `agent.yaml:2:3: backend.kind: unknown backend kind "s3" (want state, store, filesystem, localshell, sandbox or composite)`},
+		{"sandbox workspace", "backend:\n  kind: sandbox\n  workspace: nowhere\n", `agent.yaml:3:3: backend.workspace: "nowhere" is not a directory (relative paths are relative to the agent file)`},
+		{"sandbox timeout", "backend: {kind: sandbox, timeout: -1s}\n", `agent.yaml:1:26: backend.timeout: not a positive duration: "-1s"`},
+		{"sandbox read-only path", "backend:\n  kind: sandbox\n  read_only: [opt/go]\n", `agent.yaml:3:15: backend.read_only[0]: "opt/go" is not an absolute host path`},
+		{"sandbox as a route", "backend:\n  kind: composite\n  default: {kind: state}\n  routes:\n    /work/: {kind: sandbox}\n", "agent.yaml:5:5: backend.routes./work/: a sandbox can only be the default backend of a composite"},
 		{"composite without default", "backend:\n  kind: composite\n", "agent.yaml:1:1: backend: a composite backend needs a default backend"},
 		{"route prefix", "backend:\n  kind: composite\n  default: {kind: state}\n  routes:\n    notes/: {kind: state}\n", "agent.yaml:5:5: backend.routes.notes/: route prefixes start with /"},
-		{"bad timeout", "backend:\n  kind: localshell\n  timeout: soon\n", `agent.yaml:3:3: backend.timeout: not a duration: "soon"`},
+		{"bad timeout", "backend:\n  kind: localshell\n  timeout: soon\n", `agent.yaml:3:3: backend.timeout: not a positive duration: "soon"`},
 		{"unknown subagent tool", "tools:\n  - name: t\n    description: d\nsubagents:\n  - name: a\n    description: d\n    system_prompt: p\n    tools: [t, nope]\n", `agent.yaml:8:16: subagents[0].tools[1]: tool "nope" is not declared in the agent's tools`},
 		{"bad permission operation", "permissions:\n  - operations: [fly]\n    paths: [/x/**]\n    mode: deny\n", `agent.yaml:2:5: permissions[0]: invalid filesystem permission: permission 0: operation "fly" is not "read" or "write"`},
 		{"bad permission mode", "permissions:\n  - operations: [write]\n    paths: [/x/**]\n    mode: maybe\n", `agent.yaml:2:5: permissions[0]: invalid filesystem permission: permission 0: mode "maybe" is not allow, deny or interrupt`},
@@ -206,3 +211,28 @@ func emptyRegistry() *profile.Registry {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// `backend: {kind: sandbox}` gives the agent a bubblewrap sandbox that
+// copies the workspace directory at each start; assembling it needs no
+// bwrap (nothing runs until the sandbox starts).
+func TestSandboxBackend(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "project"), 0o755))
+	af, err := agentfile.Parse(filepath.Join(dir, "agent.yaml"), []byte("model: anthropic:claude-sonnet-4-6\nbackend:\n  kind: sandbox\n  workspace: project\n  timeout: 30s\n  network: true\n  env: {GOFLAGS: -mod=vendor}\n"))
+	require.NoError(t, err)
+	cfg, err := af.Config(agentfile.Options{Registry: emptyRegistry()})
+	require.NoError(t, err)
+	sb, ok := cfg.Backend.(*backend.Bubblewrap)
+	require.True(t, ok, "%T", cfg.Backend)
+	assert.Empty(t, sb.Workspace(), "not started")
+	cfg.Profiles = emptyRegistry()
+	a, err := harness.New(cfg)
+	require.NoError(t, err)
+	as, err := a.Describe(t.Context(), harness.DescribeOptions{})
+	require.NoError(t, err)
+	var tools []string
+	for _, tl := range as.Stacks[0].Tools {
+		tools = append(tools, tl.Name)
+	}
+	assert.Contains(t, tools, "execute")
+}

@@ -116,10 +116,11 @@ const (
 	nobodyID                = 65534
 )
 
-// NewBubblewrap returns a sandbox that is not started yet. It fails when
-// bwrap or prlimit (util-linux, which applies the limits) cannot be found
-// or Workspace is not a directory; whether the kernel lets bubblewrap
-// create its namespaces is checked by Start (see CheckBubblewrap).
+// NewBubblewrap returns a sandbox that is not started yet; it fails only on
+// bad options (Workspace not a directory, say), so an agent using it can be
+// assembled and described anywhere. Start checks that bwrap and prlimit
+// (util-linux, which applies the limits) are installed and that the kernel
+// lets bubblewrap create its namespaces (see CheckBubblewrap).
 func NewBubblewrap(opts BubblewrapOptions) (*Bubblewrap, error) {
 	for name, v := range map[string]int64{"Timeout": int64(opts.Timeout), "MaxOutputBytes": int64(opts.MaxOutputBytes), "MaxProcesses": int64(opts.MaxProcesses),
 		"MaxFileSize": opts.MaxFileSize, "MaxOpenFiles": int64(opts.MaxOpenFiles), "MaxMemory": opts.MaxMemory, "TmpSize": opts.TmpSize} {
@@ -173,13 +174,6 @@ func NewBubblewrap(opts BubblewrapOptions) (*Bubblewrap, error) {
 			return nil, fmt.Errorf("backend: bubblewrap read-only path %q must be absolute", p)
 		}
 	}
-	var err error
-	if b.bwrap, err = lookTool(o.Bwrap, "bwrap", "bubblewrap"); err != nil {
-		return nil, err
-	}
-	if b.prlimit, err = lookTool("", "prlimit", "util-linux"); err != nil {
-		return nil, err
-	}
 	if b.id == "" {
 		sum := sha256.Sum256([]byte(o.Workspace))
 		b.id = "bwrap-" + hex.EncodeToString(sum[:4])
@@ -193,7 +187,7 @@ func lookTool(given, name, pkg string) (string, error) {
 	}
 	p, err := exec.LookPath(given)
 	if err != nil {
-		return "", fmt.Errorf("backend: the bubblewrap sandbox needs %s (Debian package %s): %w", name, pkg, err)
+		return "", errf(Unavailable, "", "backend: the bubblewrap sandbox needs %s (Debian package %s): %v", name, pkg, err)
 	}
 	return filepath.Abs(p)
 }
@@ -572,6 +566,17 @@ type probe struct {
 // process, so that a kernel without unprivileged user namespaces (or a
 // bwrap that lacks a flag) fails Start with bwrap's own explanation.
 func (b *Bubblewrap) check(ctx context.Context) error {
+	if b.bwrap == "" {
+		bw, err := lookTool(b.opts.Bwrap, "bwrap", "bubblewrap")
+		if err != nil {
+			return err
+		}
+		pl, err := lookTool("", "prlimit", "util-linux")
+		if err != nil {
+			return err
+		}
+		b.bwrap, b.prlimit = bw, pl
+	}
 	key := fmt.Sprintf("%s|%v|%d|%d|%v", b.bwrap, b.asUser, b.opts.UID, b.opts.GID, b.opts.Network)
 	v, _ := probes.LoadOrStore(key, &probe{})
 	p := v.(*probe)
@@ -595,8 +600,9 @@ func (b *Bubblewrap) check(ctx context.Context) error {
 }
 
 // CheckBubblewrap reports why a Bubblewrap sandbox with default options
-// cannot run on this machine, or nil when it can: bwrap or prlimit is
-// missing, or the kernel refuses bubblewrap's namespaces.
+// cannot run on this machine (an Unavailable error: bwrap or prlimit is
+// missing, or the kernel refuses bubblewrap's namespaces), or nil when it
+// can.
 func CheckBubblewrap(ctx context.Context) error {
 	b, err := NewBubblewrap(BubblewrapOptions{})
 	if err != nil {

@@ -274,10 +274,15 @@ func TestBubblewrapLifecycle(t *testing.T) {
 	assert.Equal(t, "echo template\n", got.File.Content)
 	assert.NotEqual(t, ws, again.Workspace())
 
-	for _, bad := range []backend.BubblewrapOptions{{Workspace: filepath.Join(tmpl, "missing")}, {Workspace: filepath.Join(tmpl, "link.sh")}, {ReadOnly: []string{"relative"}}, {Timeout: -time.Second}, {Bwrap: "/nonexistent/bwrap"}} {
+	for _, bad := range []backend.BubblewrapOptions{{Workspace: filepath.Join(tmpl, "missing")}, {Workspace: filepath.Join(tmpl, "link.sh")}, {ReadOnly: []string{"relative"}}, {Timeout: -time.Second}} {
 		_, err := backend.NewBubblewrap(bad)
 		assert.Error(t, err, "%+v", bad)
 	}
+	missing, err := backend.NewBubblewrap(backend.BubblewrapOptions{Bwrap: "/nonexistent/bwrap"})
+	require.NoError(t, err, "bwrap is looked for when the sandbox starts")
+	err = missing.Start(ctx)
+	assert.ErrorIs(t, err, backend.ErrUnavailable)
+	assert.Contains(t, err.Error(), "needs bwrap (Debian package bubblewrap)")
 }
 
 // A composite starts and closes the sandbox it holds, and commands run
