@@ -59,6 +59,11 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	} else {
 		res = judge(context.WithoutCancel(ctx), cell.CaseDef, run)
 		fillDetail(detail, cell.CaseDef, run)
+		// The checks have read the backend's files: only now may a
+		// sandbox stop and remove its workspace.
+		if err := run.closeBackend(); err != nil {
+			r.log.Warn("evals: closing the agent's backend", "cell", cell.ID, "error", err)
+		}
 	}
 	res.CellKey, res.ID, res.Tags = cell.CellKey, cell.ID, cell.CaseDef.Tags
 	res.DurationMS = time.Since(start).Milliseconds()
@@ -83,6 +88,9 @@ type cellRun struct {
 	costKnown bool
 	// interrupted is set when the agent paused for human input.
 	interrupted bool
+	// closeBackend ends the backend's lifecycle (a sandbox's workspace)
+	// once the run is judged.
+	closeBackend func() error
 }
 
 // limitHit reports whether the run stopped on one of the suite's limits,
@@ -121,6 +129,18 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Each cell gets its backend started (a sandbox: a fresh workspace)
+	// and closed again, here when the run fails, else after judging.
+	if err := backend.Start(ctx, built.backend); err != nil {
+		return nil, fmt.Errorf("starting the agent's backend: %w", err)
+	}
+	closeBackend := sync.OnceValue(func() error { return backend.Close(built.backend) })
+	keep := false
+	defer func() {
+		if !keep {
+			_ = closeBackend()
+		}
+	}()
 
 	in := agent.Input{Messages: []llm.Message{llm.User(cell.CaseDef.Input)}, Files: built.seeds}
 	if cell.CaseDef.Rubric != nil {
@@ -168,7 +188,8 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	mu.Lock()
 	defer mu.Unlock()
 
-	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known}
+	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known, closeBackend: closeBackend}
+	keep = true
 	if out != nil {
 		run.final = out.State
 	}
