@@ -34,7 +34,13 @@ func Kinds() []string { return []string{KindAnthropic, KindOpenAI, KindOpenAICom
 
 // Defaults used when a Config leaves a field zero.
 const (
-	DefaultTimeout   = 10 * time.Minute
+	// DefaultTimeout is how long an attempt may go without hearing from the
+	// provider: waiting for the response headers (for a non-streaming call,
+	// the whole answer), or between two reads of a streamed body. Two
+	// minutes outlasts a slow answer and ends a hung connection long before
+	// an agent's own time budget would, so a stall reads as the provider's
+	// failure, not the agent's.
+	DefaultTimeout   = 2 * time.Minute
 	DefaultMaxTokens = 8192
 )
 
@@ -84,8 +90,11 @@ type Config struct {
 	ExtraBody map[string]any
 	// Retry decides whether and when failed calls are repeated.
 	Retry RetryPolicy
-	// Timeout bounds one attempt, streaming included. Zero means
-	// DefaultTimeout; negative means no limit.
+	// Timeout bounds each attempt's silences: the wait for the response
+	// headers and, once the answer has begun, each gap between reads of its
+	// body, so a long stream that keeps sending is never cut. A stalled
+	// attempt fails with an llm timeout error wrapping ErrStalled and is
+	// retried under Retry. Zero means DefaultTimeout; negative means no limit.
 	Timeout time.Duration
 	// Replay marks a run whose HTTP traffic is served from a cassette: no
 	// retries (a recorded failure is the answer) and no API key required.
@@ -135,12 +144,16 @@ func (c Config) AttemptTimeout() time.Duration {
 	return c.Timeout
 }
 
-// Client is the HTTP client to use; never nil.
+// Client is the HTTP client to use, never nil: HTTPClient (a plain client
+// when nil) with its transport wrapped by WatchProgress, so that what the
+// provider sends keeps each attempt's timeout from firing.
 func (c Config) Client() *http.Client {
+	var cl http.Client
 	if c.HTTPClient != nil {
-		return c.HTTPClient
+		cl = *c.HTTPClient
 	}
-	return &http.Client{}
+	cl.Transport = WatchProgress(cl.Transport)
+	return &cl
 }
 
 func (c Config) getenv(name string) string {

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -84,7 +83,7 @@ func (p RetryPolicy) sleep(ctx context.Context, d time.Duration) error {
 type Retrier struct {
 	c       Config
 	attempt int
-	cancel  context.CancelFunc
+	stop    func()
 	actx    context.Context
 }
 
@@ -94,44 +93,51 @@ func (c Config) NewRetrier() *Retrier { return &Retrier{c: c} }
 // Attempt is the number of the current attempt, from 1.
 func (r *Retrier) Attempt() int { return r.attempt }
 
-// Begin starts an attempt and returns its context, which carries the
-// per-attempt timeout. Call End if the attempt fails, Done when it succeeds.
+// Begin starts an attempt and returns its context, which the per-attempt
+// timeout cancels once the provider has been silent that long (see
+// Config.Timeout). Call End if the attempt fails, Done when it succeeds.
 func (r *Retrier) Begin(ctx context.Context) context.Context {
 	r.Done()
 	r.attempt++
 	if d := r.c.AttemptTimeout(); d > 0 {
-		r.actx, r.cancel = context.WithTimeout(ctx, d)
+		r.actx, r.stop = startWatchdog(ctx, d)
 	} else {
-		r.actx, r.cancel = context.WithCancel(ctx)
+		var cancel context.CancelFunc
+		r.actx, cancel = context.WithCancel(ctx)
+		r.stop = cancel
 	}
 	return r.actx
 }
 
 // Done releases the current attempt's context.
 func (r *Retrier) Done() {
-	if r.cancel != nil {
-		r.cancel()
-		r.cancel = nil
+	if r.stop != nil {
+		r.stop()
+		r.stop = nil
 	}
 }
 
 // End finishes a failed attempt. It reports whether to try again (in which
 // case it has already waited) and the error to report otherwise: the
-// caller's cancellation as ctx.Err(), an expired attempt as an llm timeout
-// error.
+// caller's cancellation as ctx.Err(), a stalled attempt as an llm timeout
+// error wrapping a *StallError (errors.Is ErrStalled).
 // canRetry false (a stream that already yielded) forbids another attempt.
 func (r *Retrier) End(ctx context.Context, err error, canRetry bool) (bool, error) {
-	timedOut := r.actx != nil && errors.Is(r.actx.Err(), context.DeadlineExceeded)
+	var stall *StallError
+	stalled := false
+	if r.actx != nil {
+		stall, stalled = stallOf(r.actx)
+	}
 	r.Done()
 	if cerr := ctx.Err(); cerr != nil {
 		return false, cerr
 	}
-	if timedOut && llm.KindOf(err) != llm.ErrTimeout {
+	p := r.c.Retry
+	if stalled {
 		err = &llm.Error{Kind: llm.ErrTimeout, Provider: r.c.name(),
-			Message: fmt.Sprintf("no complete answer within %s", r.c.AttemptTimeout()), Err: err}
+			Message: fmt.Sprintf("%s (the per-attempt provider timeout; attempt %d of %d)", stall, r.attempt, p.maxAttempts()), Err: stall}
 	}
 	e, ok := llm.AsError(err)
-	p := r.c.Retry
 	if !canRetry || r.c.Replay || !ok || !e.Retryable() || r.attempt >= p.maxAttempts() {
 		return false, err
 	}

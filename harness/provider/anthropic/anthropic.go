@@ -85,20 +85,17 @@ func (m *Model) Identity() llm.Identity { return m.cfg.Identity() }
 // Config returns the model's configuration.
 func (m *Model) Config() provider.Config { return m.cfg.Clone() }
 
-// callOptions are the per-call options: credentials, error capture and the
-// request timeout (which also lifts the SDK's refusal of long non-streaming
-// calls; our own per-attempt context enforces the limit).
+// callOptions are the per-call options: credentials, error capture and a
+// request timeout far beyond any call. An explicit timeout lifts the SDK's
+// refusal of long non-streaming calls; a total one would cut long streams,
+// so the limit is the per-attempt silence timeout of provider.Config.
 func (m *Model) callOptions() ([]option.RequestOption, *provider.Capture, error) {
 	header, value, err := m.cfg.Credentials()
 	if err != nil {
 		return nil, nil, err
 	}
 	capture := &provider.Capture{}
-	timeout := m.cfg.AttemptTimeout()
-	if timeout <= 0 {
-		timeout = 365 * 24 * time.Hour
-	}
-	opts := []option.RequestOption{option.WithMiddleware(capture.Middleware), option.WithRequestTimeout(timeout)}
+	opts := []option.RequestOption{option.WithMiddleware(capture.Middleware), option.WithRequestTimeout(365 * 24 * time.Hour)}
 	if header != "" {
 		opts = append(opts, option.WithHeader(header, value))
 	}
