@@ -5,18 +5,17 @@ import (
 )
 
 // ProviderConfig returns base with what a provider resolver needs to send its
-// models' calls through r: r's client, Replay in replay mode (no API key is
-// needed or sent), and no retries unless r is live. Retries stay off while
-// recording because a retried call would leave its failed attempt in the
-// cassette, where replay, which never retries, would hand it out as the
-// answer; in replay a recorded failure is the answer and a miss is a
-// transport error that repeating cannot fix. Pass the result to
-// provider.NewResolver or builtin.NewResolver.
+// models' calls through r: r's client, and in replay mode Replay (no API
+// key is needed or sent) and no retries, since a recorded failure is the
+// answer and a miss is a transport error that repeating cannot fix. While
+// recording, base's retries apply: the recorder drops a failed attempt that
+// was retried, so the cassette holds only the answer that counted. Pass the
+// result to provider.NewResolver or builtin.NewResolver.
 func (r *Recorder) ProviderConfig(base provider.Config) provider.Config {
 	c := base.Clone()
 	c.HTTPClient = r.Client()
 	c.Replay = r.mode == ModeReplay
-	if r.mode != ModeLive {
+	if c.Replay {
 		c.Retry.MaxAttempts = 1
 	}
 	return c

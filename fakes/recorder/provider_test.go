@@ -21,8 +21,8 @@ func TestProviderConfigFollowsTheMode(t *testing.T) {
 		attempts int
 	}{
 		{recorder.ModeReplay, imported, true, 1},
-		{recorder.ModeRecord, filepath.Join(t.TempDir(), "new.yaml"), false, 1},
-		{recorder.ModeRecordMissing, filepath.Join(t.TempDir(), "new.yaml"), false, 1},
+		{recorder.ModeRecord, filepath.Join(t.TempDir(), "new.yaml"), false, 5},
+		{recorder.ModeRecordMissing, filepath.Join(t.TempDir(), "new.yaml"), false, 5},
 		{recorder.ModeLive, "", false, 5},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	vcrrecorder "gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
 
 	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/harness/provider"
 )
 
 // Mode says where a Recorder's responses come from.
@@ -129,33 +131,54 @@ func WithRecordedHost(host string) Option { return func(c *config) { c.recordedH
 // DAGEVAL_RECORD=1 (or "record") records and DAGEVAL_RECORD=missing records
 // what is missing; otherwise replay. The reason says which rule decided.
 func ResolveMode(requested Mode, getenv func(string) string) (mode Mode, reason string, err error) {
+	return ResolveModeOver(requested, "", getenv)
+}
+
+// ResolveModeOver is ResolveMode for a caller with a default mode of its
+// own, such as a suite file's mode: the precedence is requested (a --mode
+// flag, an option), then DAGEVAL_RECORD, then fallback, then replay. CI=true
+// treats a fallback as it treats a request: live stays live, the recording
+// modes replay. The reason for a fallback is "default".
+func ResolveModeOver(requested, fallback Mode, getenv func(string) string) (mode Mode, reason string, err error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if requested != "" {
-		if _, err := ParseMode(string(requested)); err != nil {
-			return "", "", err
+	for _, m := range []Mode{requested, fallback} {
+		if m != "" {
+			if _, err := ParseMode(string(m)); err != nil {
+				return "", "", err
+			}
 		}
 	}
-	if ci, _ := strconv.ParseBool(getenv("CI")); ci && requested != ModeLive {
-		if requested != "" && requested != ModeReplay {
-			return ModeReplay, fmt.Sprintf("CI=true forces replay (%s was requested)", requested), nil
+	ci, _ := strconv.ParseBool(getenv("CI"))
+	chosen, why := requested, "requested"
+	if chosen == "" && !ci {
+		switch v := getenv("DAGEVAL_RECORD"); strings.ToLower(v) {
+		case "", "0", "false", "no":
+		case "1", "true", "yes", "record":
+			return ModeRecord, "DAGEVAL_RECORD=" + v, nil
+		case "missing", "record-missing":
+			return ModeRecordMissing, "DAGEVAL_RECORD=" + v, nil
+		default:
+			return "", "", fmt.Errorf("DAGEVAL_RECORD=%q: want 1 (record everything) or missing (record what the cassette lacks)", v)
+		}
+	}
+	if chosen == "" {
+		chosen, why = fallback, "default"
+	}
+	if ci && chosen != ModeLive {
+		if chosen != "" && chosen != ModeReplay {
+			if why == "default" {
+				return ModeReplay, fmt.Sprintf("CI=true forces replay (the default was %s)", chosen), nil
+			}
+			return ModeReplay, fmt.Sprintf("CI=true forces replay (%s was requested)", chosen), nil
 		}
 		return ModeReplay, "CI=true forces replay", nil
 	}
-	if requested != "" {
-		return requested, "requested", nil
-	}
-	switch v := getenv("DAGEVAL_RECORD"); strings.ToLower(v) {
-	case "", "0", "false", "no":
+	if chosen == "" {
 		return ModeReplay, "default", nil
-	case "1", "true", "yes", "record":
-		return ModeRecord, "DAGEVAL_RECORD=" + v, nil
-	case "missing", "record-missing":
-		return ModeRecordMissing, "DAGEVAL_RECORD=" + v, nil
-	default:
-		return "", "", fmt.Errorf("DAGEVAL_RECORD=%q: want 1 (record everything) or missing (record what the cassette lacks)", v)
 	}
+	return chosen, why, nil
 }
 
 // Recorder records and replays HTTP exchanges with model providers. Put its
@@ -176,6 +199,13 @@ func ResolveMode(requested Mode, getenv func(string) string) (mode Mode, reason 
 // credential it saw in a header, or a key-shaped string appears
 // (cassette.Write).
 //
+// A recording replaces the cassette only when it is fit to replay. A failed
+// exchange (an error answer, or no answer at all) that is followed by the
+// same request in the same lane was retried, and is dropped: replay never
+// retries, so it would hand the failure out as the answer. A failure that
+// was never retried, or a recording with no interactions, leaves the file
+// byte-identical and Stop returns a *NotSavedError saying why.
+//
 // A Recorder is safe for concurrent use.
 type Recorder struct {
 	path       string
@@ -190,10 +220,26 @@ type Recorder struct {
 	calls      atomic.Int64
 	pending    sync.Map // call id → captured *vcr.Interaction
 
+	// rerecord says why record-missing set a loaded cassette aside (it held
+	// error answers or nothing) and records it anew; "" when it did not.
+	rerecord string
+	existed  bool // a cassette file was there when the recorder opened
+
 	mu       sync.Mutex
 	entries  []*entry
 	observed []string // credentials seen in headers while recording
+	failures []*failure
 	stopped  bool
+}
+
+// failure is a recorded exchange that failed: an error answer (entry holds
+// it) or a request that got no answer.
+type failure struct {
+	key      string // lane, method, path, query and canonical body
+	what     string
+	attempts int
+	entry    *entry // nil when no answer came
+	retried  bool
 }
 
 type entry struct {
@@ -236,6 +282,9 @@ func New(path string, opts ...Option) (*Recorder, error) {
 	if mode == ModeLive {
 		return r, nil
 	}
+	if _, err := os.Stat(path); err == nil {
+		r.existed = true
+	}
 	if mode == ModeReplay || mode == ModeRecordMissing {
 		c, err := cassette.ReadShared(path)
 		switch {
@@ -252,6 +301,11 @@ func New(path string, opts ...Option) (*Recorder, error) {
 		default:
 			r.source = c
 			r.meta = c.Meta
+			if mode == ModeRecordMissing {
+				if r.rerecord = unfit(c); r.rerecord != "" {
+					break // recorded anew: replaying it would replay its failures
+				}
+			}
 			for i, it := range c.Interactions {
 				r.entries = append(r.entries, newEntry(it, i))
 			}
@@ -265,7 +319,10 @@ func New(path string, opts ...Option) (*Recorder, error) {
 		}
 	}
 	if mode == ModeRecord || mode == ModeRecordMissing {
-		real := &laneStripper{next: cfg.transport}
+		// go-vcr reads each answer whole before handing it on, so what
+		// arrives from the provider is watched here, under it: a long
+		// recorded stream is judged by its silences, not its length.
+		real := provider.WatchProgress(&laneStripper{next: cfg.transport})
 		r.vcr, err = vcrrecorder.New(path,
 			vcrrecorder.WithMode(vcrrecorder.ModeRecordOnly),
 			vcrrecorder.WithRealTransport(real),
@@ -278,6 +335,39 @@ func New(path string, opts ...Option) (*Recorder, error) {
 		}
 	}
 	return r, nil
+}
+
+// unfit says why a loaded cassette cannot stand as a recording, or "" when
+// it can: it holds no interactions, or error answers that replay would hand
+// out as the provider's answers.
+func unfit(c *cassette.Cassette) string {
+	if len(c.Interactions) == 0 {
+		return "it has no interactions"
+	}
+	var errs []string
+	for i, it := range c.Interactions {
+		if it.Response.Code >= 400 {
+			errs = append(errs, fmt.Sprintf("%d at line %d", it.Response.Code, lineOf(c, i)))
+		}
+	}
+	if len(errs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("it holds %s (%s)", plural(len(errs), "error answer"), strings.Join(errs, ", "))
+}
+
+func lineOf(c *cassette.Cassette, i int) int {
+	if c != nil && i >= 0 && i < len(c.Lines) {
+		return c.Lines[i]
+	}
+	return 0
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func newEntry(it *vcr.Interaction, index int) *entry {
@@ -342,6 +432,63 @@ func (r *Recorder) Unplayed() []int {
 		}
 	}
 	return out
+}
+
+// VerifyPlayed returns an *UnplayedError when interactions loaded from the
+// cassette were never replayed: the run made fewer calls than were
+// recorded, so the agent's behaviour changed since the recording. It
+// returns nil in record and live modes, which load nothing to play.
+func (r *Recorder) VerifyPlayed() error {
+	idx := r.Unplayed()
+	if len(idx) == 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := &UnplayedError{Cassette: r.path}
+	byIndex := map[int]*entry{}
+	for _, en := range r.entries {
+		byIndex[en.index] = en
+	}
+	for _, i := range idx {
+		en := byIndex[i]
+		e.Calls = append(e.Calls, UnplayedCall{Index: i, Line: lineOf(r.source, i), Lane: en.lane, Method: en.method, Path: en.path})
+	}
+	return e
+}
+
+// UnplayedError reports recorded calls a run never made.
+type UnplayedError struct {
+	Cassette string
+	// Calls are the unplayed interactions in cassette order.
+	Calls []UnplayedCall
+}
+
+// UnplayedCall is one recorded interaction that was never replayed.
+type UnplayedCall struct {
+	// Index is the interaction's position in the cassette, from 0.
+	Index int
+	// Line is where it starts in the file (0 when unknown).
+	Line         int
+	Lane         string
+	Method, Path string
+}
+
+func (e *UnplayedError) Error() string {
+	first := e.Calls[0]
+	where := fmt.Sprintf("%s %s #%d", first.Method, first.Path, first.Index+1)
+	if first.Lane != "" {
+		where += fmt.Sprintf(" in lane %q", first.Lane)
+	}
+	if first.Line > 0 {
+		where += fmt.Sprintf(", line %d", first.Line)
+	}
+	n := len(e.Calls)
+	calls := "recorded calls"
+	if n == 1 {
+		calls = "recorded call"
+	}
+	return fmt.Sprintf("cassette %s has %d %s the agent never made (first: %s) — the agent's behaviour changed; re-record with DAGEVAL_RECORD=1", e.Cassette, n, calls, where)
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -454,6 +601,8 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 // record sends the request through the go-vcr recorder, which captures the
 // exchange; capture redacts it before it is kept.
 func (r *Recorder) record(req *http.Request, lane string, body []byte) (*http.Response, error) {
+	key := lane + "\x00" + req.Method + " " + req.URL.Path + "?" + cassette.MatchQuery(req.URL) + "\x00" + r.canon.Key(body)
+	attempts := r.supersede(key) + 1
 	id := strconv.FormatInt(r.calls.Add(1), 10)
 	out := req.Clone(req.Context())
 	if req.Body != nil {
@@ -468,6 +617,13 @@ func (r *Recorder) record(req *http.Request, lane string, body []byte) (*http.Re
 	resp, err := r.vcr.RoundTrip(out)
 	captured, ok := r.pending.LoadAndDelete(id)
 	if err != nil {
+		what := err.Error()
+		if cause := context.Cause(req.Context()); cause != nil {
+			what = cause.Error()
+		}
+		r.mu.Lock()
+		r.failures = append(r.failures, &failure{key: key, what: req.Method + " " + req.URL.Path + ": " + what, attempts: attempts})
+		r.mu.Unlock()
 		return nil, err
 	}
 	resp.Body.Close()
@@ -479,8 +635,54 @@ func (r *Recorder) record(req *http.Request, lane string, body []byte) (*http.Re
 	e.used, e.recorded = true, true
 	r.mu.Lock()
 	r.entries = append(r.entries, e)
+	if it.Response.Code >= 400 {
+		r.failures = append(r.failures, &failure{key: key, what: fmt.Sprintf("%s %s: %s", req.Method, req.URL.Path, it.Response.Status), attempts: attempts, entry: e})
+	}
 	r.mu.Unlock()
 	return cassette.Response(req, it), nil
+}
+
+// supersede marks the failures of an earlier attempt of the same request
+// as retried and drops their error answers from the recording, and returns
+// how many attempts came before this one.
+func (r *Recorder) supersede(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, f := range r.failures {
+		if f.retried || f.key != key {
+			continue
+		}
+		f.retried = true
+		n = max(n, f.attempts)
+		if f.entry != nil {
+			r.entries = slices.DeleteFunc(r.entries, func(e *entry) bool { return e == f.entry })
+		}
+	}
+	return n
+}
+
+// providerErrors describes the failures no later attempt retried.
+func (r *Recorder) providerErrors() (n int, desc string) {
+	var parts []string
+	for _, f := range r.failures {
+		if f.retried {
+			continue
+		}
+		d := f.what
+		if f.attempts > 1 {
+			d += fmt.Sprintf(", after %d attempts", f.attempts)
+		}
+		parts = append(parts, d)
+	}
+	if len(parts) == 0 {
+		return 0, ""
+	}
+	shown := parts
+	if len(shown) > 3 {
+		shown = append(slices.Clone(shown[:3]), fmt.Sprintf("… and %d more", len(parts)-3))
+	}
+	return len(parts), fmt.Sprintf("the recording had %s (%s)", plural(len(parts), "provider error"), strings.Join(shown, "; "))
 }
 
 // capture runs inside go-vcr right after an exchange was captured, before
@@ -507,8 +709,10 @@ func (r *Recorder) capture(i *vcr.Interaction) error {
 }
 
 // Stop ends the session. In record and record-missing modes it saves the
-// cassette, unless a secret would be written, in which case it returns a
-// *cassette.SecretError and leaves the file as it was.
+// cassette when the recording is fit to replay; otherwise it returns a
+// *NotSavedError and leaves the file byte-identical: when a provider failure
+// was never retried, when a record-mode session recorded nothing, or, with
+// a *cassette.SecretError, when a secret would be written.
 func (r *Recorder) Stop() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -517,13 +721,19 @@ func (r *Recorder) Stop() error {
 	}
 	r.stopped = true
 	switch r.mode {
-	case ModeRecord:
-	case ModeRecordMissing:
-		if !slices.ContainsFunc(r.entries, func(e *entry) bool { return e.recorded }) {
-			return nil
-		}
+	case ModeRecord, ModeRecordMissing:
 	default:
 		return nil
+	}
+	if n, desc := r.providerErrors(); n > 0 {
+		return r.notSaved(desc)
+	}
+	recorded := slices.ContainsFunc(r.entries, func(e *entry) bool { return e.recorded })
+	switch {
+	case r.mode == ModeRecordMissing && !recorded && r.rerecord == "":
+		return nil // nothing was missing
+	case len(r.entries) == 0:
+		return r.notSaved("the recording has no interactions: no call reached the provider")
 	}
 	c := &cassette.Cassette{Version: vcr.CassetteFormatVersion, Meta: r.meta, Path: r.path}
 	if r.mode == ModeRecord {
@@ -536,6 +746,48 @@ func (r *Recorder) Stop() error {
 		c.Interactions = append(c.Interactions, e.it)
 	}
 	return r.save(c)
+}
+
+// Abandon ends the session without saving, for a run that failed in a way
+// the recorder cannot see (the provider error surfaced inside a stream, the
+// run was cancelled or cut short). In the recording modes it returns a
+// *NotSavedError with reason (and the recording's own provider errors, if
+// any); otherwise nil.
+func (r *Recorder) Abandon(reason string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return nil
+	}
+	r.stopped = true
+	if r.mode != ModeRecord && r.mode != ModeRecordMissing {
+		return nil
+	}
+	if n, desc := r.providerErrors(); n > 0 {
+		reason += "; " + desc
+	}
+	return r.notSaved(reason)
+}
+
+func (r *Recorder) notSaved(reason string) *NotSavedError {
+	return &NotSavedError{Path: r.path, Kept: r.existed, Reason: reason}
+}
+
+// NotSavedError reports a recording that was not saved because replaying
+// it would not reproduce the run; the cassette file is as it was.
+type NotSavedError struct {
+	Path string
+	// Kept reports whether there was a previous cassette (now unchanged).
+	Kept bool
+	// Reason says what was wrong with the recording.
+	Reason string
+}
+
+func (e *NotSavedError) Error() string {
+	if e.Kept {
+		return fmt.Sprintf("kept the previous cassette %s: %s", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("wrote no cassette %s: %s", e.Path, e.Reason)
 }
 
 func (r *Recorder) secretValues() []string {
