@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,6 +58,15 @@ func TestCassetteCommandErrors(t *testing.T) {
 	broken := filepath.Join(dir, "broken.yaml")
 	require.NoError(t, os.WriteFile(broken, []byte("interactions:\n- request: {method: POST}\n  response: {status: {code: 200}}\nversion: 1\n"), 0o644))
 	goVCR := filepath.Join(thirdParty, "imported", "test_openai", "test_text_response.yaml")
+	empty := filepath.Join(dir, "empty.yaml")
+	require.NoError(t, os.WriteFile(empty, []byte("---\nversion: 2\ninteractions: []\n"), 0o644))
+	answer := func(code int, body string) string {
+		return "    - id: 0\n      request:\n        body: '{\"n\":" + strconv.Itoa(code) + "}'\n        url: https://api.anthropic.com/v1/messages\n        method: POST\n      response:\n        body: '" + body + "'\n        code: " + strconv.Itoa(code) + "\n"
+	}
+	onlyErrors := filepath.Join(dir, "errors.yaml")
+	require.NoError(t, os.WriteFile(onlyErrors, []byte("---\nversion: 2\ninteractions:\n"+answer(500, `{"error":"boom"}`)+answer(502, `{"error":"gateway"}`)), 0o644))
+	someErrors := filepath.Join(dir, "some.yaml")
+	require.NoError(t, os.WriteFile(someErrors, []byte("---\nversion: 2\ninteractions:\n"+answer(429, `{"error":"slow down"}`)+answer(200, `{"ok":true}`)), 0o644))
 	tests := []struct {
 		name   string
 		args   []string
@@ -82,6 +92,9 @@ func TestCassetteCommandErrors(t *testing.T) {
 		{"lint a missing file", []string{"cassette", "lint", filepath.Join(dir, "nope.yaml")}, 2, nil, []string{"no such file"}},
 		{"lint a broken file", []string{"cassette", "lint", broken}, 1, []string{"broken.yaml:2: parse: interactions[0].request.uri: missing"}, nil},
 		{"lint in body mode", []string{"cassette", "lint", "--match", "body", goVCR}, 0, []string{"1 files ok"}, nil},
+		{"lint an empty cassette", []string{"cassette", "lint", empty}, 1, []string{"empty.yaml: empty: the cassette has no interactions"}, []string{"1 problems in 1 of 1 files"}},
+		{"lint a cassette of error answers", []string{"cassette", "lint", onlyErrors}, 1, []string{"errors.yaml:4: interaction 0: error-answer (warning): the recorded answer is 500 Internal Server Error", "errors.yaml: empty: every interaction is an error answer"}, nil},
+		{"lint warns on an error answer", []string{"cassette", "lint", someErrors}, 0, []string{"some.yaml:4: interaction 0: error-answer (warning): the recorded answer is 429 Too Many Requests", "1 files ok, 1 warnings"}, nil},
 		{"lint with a bad flag", []string{"cassette", "lint", "--strict", goVCR}, 2, nil, []string{"flag provided but not defined: -strict"}},
 	}
 	for _, tt := range tests {

@@ -18,6 +18,8 @@ const (
 	CheckSecret      = "secret"      // a credential would be committed
 	CheckDuplicate   = "duplicate"   // an interaction repeats an earlier one exactly
 	CheckUnreachable = "unreachable" // replay can never hand an interaction out
+	CheckEmpty       = "empty"       // the cassette has no interactions, or only error answers
+	CheckErrorAnswer = "error-answer" // a warning: replay hands out a recorded failure as the answer
 )
 
 // LintOptions configures LintFile and Lint.
@@ -38,6 +40,10 @@ type Problem struct {
 	Interaction int // -1 for the file as a whole
 	Check       string
 	Message     string
+	// Warning marks a finding that does not make the cassette unusable on
+	// its own (an error answer among good ones); `cassette lint` prints it
+	// and still exits 0.
+	Warning bool
 }
 
 func (p Problem) String() string {
@@ -50,7 +56,11 @@ func (p Problem) String() string {
 	if p.Interaction >= 0 {
 		fmt.Fprintf(&b, "interaction %d: ", p.Interaction)
 	}
-	fmt.Fprintf(&b, "%s: %s", p.Check, p.Message)
+	if p.Warning {
+		fmt.Fprintf(&b, "%s (warning): %s", p.Check, p.Message)
+	} else {
+		fmt.Fprintf(&b, "%s: %s", p.Check, p.Message)
+	}
 	return b.String()
 }
 
@@ -93,6 +103,14 @@ func parseAnyCassette(path string, data []byte) (*Cassette, error) {
 //     (method, URL, canonical request body, status and response body):
 //     a recorder never writes that for one run; it comes from merged or
 //     hand-copied cassettes.
+//   - empty: the cassette has no interactions, or only error answers
+//     (status 400 and above): replaying it can only fail. A recording that
+//     lost its provider wrote such files before dageval kept the previous
+//     cassette instead.
+//   - error-answer (a warning): an interaction's answer is an error status,
+//     which replay hands out as the provider's answer, since it never
+//     retries. Deliberate recordings of failures are fine; an accidental
+//     one is re-recorded with DAGEVAL_RECORD=1.
 //   - unreachable, in body mode: an earlier interaction answers the same
 //     requests (its lane or no lane, same method, path, query and canonical
 //     body) with a 2xx response. Replay hands the earlier one out first, and
@@ -128,7 +146,13 @@ func Lint(c *Cassette, opts LintOptions) []Problem {
 		respBody                string
 	}
 	var earlier []seen
+	errorAnswers := 0
 	for i, it := range c.Interactions {
+		if it.Response.Code >= 400 {
+			errorAnswers++
+			add(i, CheckErrorAnswer, "the recorded answer is %s; replay hands it out as the provider's answer (re-record with DAGEVAL_RECORD=1 unless the failure is what the test is about)", statusText(it.Response.Code))
+			probs[len(probs)-1].Warning = true
+		}
 		u, err := url.Parse(it.Request.URL)
 		if err != nil {
 			add(i, CheckParse, "request url %q: %v", it.Request.URL, err)
@@ -166,6 +190,12 @@ func Lint(c *Cassette, opts LintOptions) []Problem {
 			}
 		}
 		earlier = append(earlier, cur)
+	}
+	switch {
+	case len(c.Interactions) == 0:
+		add(-1, CheckEmpty, "the cassette has no interactions: every replayed call misses; re-record it with DAGEVAL_RECORD=1")
+	case errorAnswers == len(c.Interactions):
+		add(-1, CheckEmpty, "every interaction is an error answer: a replayed run can only fail; re-record it with DAGEVAL_RECORD=1")
 	}
 	return probs
 }
