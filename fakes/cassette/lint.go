@@ -14,11 +14,11 @@ import (
 
 // Lint checks, named in every Problem.
 const (
-	CheckParse       = "parse"       // the file or an interaction cannot be read or replayed
-	CheckSecret      = "secret"      // a credential would be committed
-	CheckDuplicate   = "duplicate"   // an interaction repeats an earlier one exactly
-	CheckUnreachable = "unreachable" // replay can never hand an interaction out
-	CheckEmpty       = "empty"       // the cassette has no interactions, or only error answers
+	CheckParse       = "parse"        // the file or an interaction cannot be read or replayed
+	CheckSecret      = "secret"       // a credential would be committed
+	CheckDuplicate   = "duplicate"    // an interaction repeats an earlier one exactly
+	CheckUnreachable = "unreachable"  // replay can never hand an interaction out
+	CheckEmpty       = "empty"        // the cassette has no interactions, or only error answers
 	CheckErrorAnswer = "error-answer" // a warning: replay hands out a recorded failure as the answer
 )
 
