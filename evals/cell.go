@@ -19,6 +19,7 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
+	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/tool"
 	"github.com/dageval/dageval/rubrics"
 )
@@ -91,6 +92,8 @@ type cellRun struct {
 	// closeBackend ends the backend's lifecycle (a sandbox's workspace)
 	// once the run is judged.
 	closeBackend func() error
+	// warnings did not decide the cell (CellResult.Warnings).
+	warnings []string
 }
 
 // limitHit reports whether the run stopped on one of the suite's limits,
@@ -100,20 +103,31 @@ func (run *cellRun) limitHit() bool { return run.rec.Err != nil && isLimit(run.r
 // execute runs the cell's agent and records what it did. An error means
 // there is nothing to judge: the models, the grader or the agent could not
 // be built, the run was cancelled, or its cassette could not be saved.
+//
+// A recording replaces the cell's cassette only when the run finished
+// without provider errors: a run that ended on a provider error, a stall,
+// its time limit or a cancellation abandons the recording (the recorder
+// itself refuses failed exchanges nobody retried), and the cell's error
+// says the previous cassette was kept.
 func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	cm, err := r.models(cell)
 	if err != nil {
 		return nil, err
 	}
 	stopped := cm.rec == nil
-	stop := func() error {
+	finish := func(abandon string) error {
 		if stopped {
 			return nil
 		}
 		stopped = true
+		if abandon != "" {
+			return cm.rec.Abandon(abandon)
+		}
 		return cm.rec.Stop()
 	}
-	defer stop()
+	// A cell that ends before its run (its agent did not build) has
+	// recorded nothing worth a cassette.
+	defer finish("the cell ended before its agent ran")
 
 	var grader *middleware.RubricMiddleware
 	if cell.CaseDef.Rubric != nil {
@@ -177,18 +191,38 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	}
 	out, runErr := built.agent.Invoke(runCtx, in, opts...)
 	if runErr != nil && ctx.Err() != nil {
+		_ = finish("the run was cancelled")
 		return nil, ctx.Err()
 	}
 	if runErr != nil && runCtx.Err() != nil {
 		runErr = context.Cause(runCtx)
 	}
-	if err := stop(); err != nil {
-		return nil, fmt.Errorf("saving the cassette: %w", err)
+	runErr = r.nameStall(runErr)
+	var warnings []string
+	if runErr == nil && (out == nil || !out.Interrupted()) && cm.rec != nil {
+		if err := cm.rec.VerifyPlayed(); err != nil {
+			if cell.CaseDef.AllowUnused {
+				warnings = append(warnings, "unused_interactions: "+err.Error()+" (allowed by allow_unused)")
+			} else {
+				runErr = err
+			}
+		}
+	}
+	saveErr := finish(abandonReason(runErr))
+	var notSaved *recorder.NotSavedError
+	switch {
+	case errors.As(saveErr, &notSaved) && runErr != nil:
+		// The run's own error leads; the cassette note follows it.
+		runErr = fmt.Errorf("%w; %w", runErr, saveErr)
+	case errors.As(saveErr, &notSaved):
+		runErr = saveErr
+	case saveErr != nil:
+		return nil, fmt.Errorf("saving the cassette: %w", saveErr)
 	}
 	mu.Lock()
 	defer mu.Unlock()
 
-	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known, closeBackend: closeBackend}
+	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known, closeBackend: closeBackend, warnings: warnings}
 	keep = true
 	if out != nil {
 		run.final = out.State
@@ -207,6 +241,40 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	return run, nil
 }
 
+// abandonReason says why a run's recording must not replace the cell's
+// cassette, or "" when it may: the run ended on a provider error (an
+// answer, or none within limits.provider_timeout), on its time limit
+// (which cuts a call short), or on recorded calls it never made.
+func abandonReason(runErr error) string {
+	var unplayed *recorder.UnplayedError
+	switch {
+	case runErr == nil:
+		return ""
+	case errors.As(runErr, &unplayed):
+		return "the agent made fewer calls than the cassette holds"
+	case errors.Is(runErr, provider.ErrStalled):
+		return "a model call stalled"
+	case llm.KindOf(runErr) != "":
+		return "the run ended with a provider error"
+	case errors.Is(runErr, errTimeLimit):
+		return "the run hit limits.timeout before it finished"
+	}
+	return ""
+}
+
+// nameStall says, in the error of a model call the provider left silent,
+// which timeout fired: the per-attempt provider timeout, not the agent's
+// limits.timeout, so nobody reads the error as the agent being slow.
+func (r *runner) nameStall(err error) error {
+	if !errors.Is(err, provider.ErrStalled) {
+		return err
+	}
+	if d := r.s.Limits.ProviderTimeout; d > 0 {
+		return fmt.Errorf("provider stall: %w (limits.provider_timeout %s fired, not the agent's limits.timeout)", err, d)
+	}
+	return fmt.Errorf("provider stall: %w (the default provider timeout %s fired, not the agent's limits.timeout; set limits.provider_timeout to change it)", err, DefaultProviderTimeout)
+}
+
 // judge scores a run against its case: the checks, the rubric's grade, the
 // score and the status. A run that cannot be judged (it failed, paused for
 // input, or its grader broke) makes an errored result. It runs no agent;
@@ -215,7 +283,7 @@ func judge(ctx context.Context, c *Case, run *cellRun) CellResult {
 	rec := run.rec
 	res := CellResult{
 		Checks: []rubrics.CheckVerdict{}, Usage: rec.Usage, CostUSD: run.costUSD, CostKnown: run.costKnown,
-		Steps: run.steps, ToolCalls: append([]string{}, rec.ToolCallNames()...),
+		Steps: run.steps, ToolCalls: append([]string{}, rec.ToolCallNames()...), Warnings: run.warnings,
 	}
 	errored := func(err error) CellResult {
 		res.Status, res.Error, res.Score = StatusError, err.Error(), 0

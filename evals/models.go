@@ -33,9 +33,16 @@ type cellModels struct {
 	resolve func(spec string) (llm.ChatModel, error)
 }
 
-// providerConfig is what every resolver of the run shares; the HTTP client,
-// replay flag and retries come from where the calls go (see models).
-func (r *runner) providerConfig() provider.Config { return provider.Config{Getenv: r.getenv} }
+// providerConfig is what every resolver of the run shares: the suite's
+// provider limits and the environment. The HTTP client and the replay flag
+// come from where the calls go (see models).
+func (r *runner) providerConfig() provider.Config {
+	c := provider.Config{Getenv: r.getenv, Timeout: r.s.Limits.ProviderTimeout}
+	if n := r.s.Limits.ProviderRetries; n != nil {
+		c.Retry.MaxAttempts = *n + 1
+	}
+	return c
+}
 
 // newResolver builds the model resolver a cell (or validation) uses: the
 // built-in adapters with cfg, the suite's providers and the run's
@@ -81,8 +88,8 @@ func (r *runner) models(cell Cell) (*cellModels, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The recorder's config turns the SDK's retries off while recording, so
-	// that a retried failure never lands in the cassette ahead of its answer.
+	// Replay never retries (a recorded failure is the answer); recording
+	// does, and the recorder keeps only the attempt that counted.
 	resolve, err := r.newResolver(rec.ProviderConfig(r.providerConfig()))
 	if err != nil {
 		return nil, err
@@ -114,6 +121,10 @@ func (l limited) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 	defer func() { <-l.sem }()
 	return l.inner.Generate(ctx, req)
 }
+
+// Unwrap returns the limited model, for code that looks for its provider
+// configuration.
+func (l limited) Unwrap() llm.ChatModel { return l.inner }
 
 type identifiedLimited struct{ limited }
 

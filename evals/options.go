@@ -12,8 +12,9 @@ import (
 // Options tune a suite run. The zero value runs the suite as its file says
 // and writes nothing.
 type Options struct {
-	// Mode overrides the suite's mode. CI=true still forces replay unless
-	// the mode is live (see recorder.ResolveMode).
+	// Mode overrides DAGEVAL_RECORD and the suite's mode, in that order of
+	// precedence. CI=true still forces replay unless the mode is live (see
+	// recorder.ResolveModeOver).
 	Mode recorder.Mode
 	// OutDir receives results.jsonl, summary.json and cells/; "" writes nothing.
 	OutDir string

@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
 )
@@ -94,22 +93,6 @@ func TestRecordThenReplay(t *testing.T) {
 	}})
 	assert.Equal(t, "replay", oc.Summary.Mode)
 	assert.Equal(t, "CI=true forces replay (record was requested)", oc.ModeReason)
-}
-
-// TestRecordingDoesNotRetry: a rate-limited call while recording is the
-// call's answer. The provider sees it once, so the cassette cannot hold the
-// failure ahead of a retried success, which replay (never retrying) would
-// hand out as the answer.
-func TestRecordingDoesNotRetry(t *testing.T) {
-	m := &convModel{convs: map[string][]llm.Message{"first": {say("answer one")}}}
-	srv := server(t, m)
-	srv.FailOn(1, llmserver.Fault{Status: 429})
-	suite := "version: 1\nname: rec\nproviders: {local: {kind: openai-compatible, base_url: \"" + srv.OpenAIBaseURL() + "\", api_key_env: TEST_KEY}}\n" +
-		"mode: record\nmodels: [local:m]\nagent: {name: a}\ncases:\n  - {id: one, input: first}\n"
-	oc := runSuite(t, writeSuite(t, map[string]string{"suite.yaml": suite}), evals.Options{})
-	assert.Equal(t, evals.StatusError, resultOf(t, oc, "one").Status)
-	assert.Len(t, srv.Requests(), 1, "the SDK retried under the recorder")
-	assert.Zero(t, m.callCount())
 }
 
 // TestStaleCellFilesArePruned runs into a directory an earlier, larger run

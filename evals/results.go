@@ -59,6 +59,9 @@ type CellResult struct {
 	// replays of the same suite.
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	// Warnings are problems that did not decide the cell, such as the
+	// unplayed interactions of a case with allow_unused.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RubricOutcome is the final verdict of the rubric grader for a cell.

@@ -51,11 +51,10 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	requested := s.Mode
-	if o.Mode != "" {
-		requested = o.Mode
-	}
-	mode, reason, err := recorder.ResolveMode(requested, r.getenv)
+	// An explicit mode wins over DAGEVAL_RECORD, which wins over the
+	// suite's mode: the replay-miss messages tell users to set the variable,
+	// and a suite file's mode is only its default.
+	mode, reason, err := recorder.ResolveModeOver(o.Mode, s.Mode, r.getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,14 @@ const (
 	DefaultProfileName = "default"
 	// DefaultExecTimeout bounds one run of an exec tool when the suite gives no timeout.
 	DefaultExecTimeout = 30 * time.Second
+	// DefaultProviderTimeout is limits.provider_timeout when the suite gives
+	// none: how long one attempt of a model call may go without hearing
+	// from the provider (provider.DefaultTimeout).
+	DefaultProviderTimeout = provider.DefaultTimeout
+	// DefaultProviderRetries is limits.provider_retries when the suite gives
+	// none: a failed model call is tried this many more times when its
+	// failure may pass (rate limit, overload, 5xx, stall).
+	DefaultProviderRetries = provider.DefaultMaxAttempts - 1
 )
 
 // Suite is a loaded, validated suite file: what to run (the agent, its
@@ -74,6 +82,10 @@ type Suite struct {
 	ProviderConcurrency map[string]int
 	Limits              Limits
 	Thresholds          *Thresholds
+	// AllowUnused (allow_unused: true) turns a cassette's unplayed
+	// interactions from an error of the cell into a warning; a case may
+	// say otherwise for itself.
+	AllowUnused bool
 	// Tools gives declared tools their default behaviour; a case overrides
 	// it tool by tool.
 	Tools map[string]*ToolBehavior
@@ -130,7 +142,11 @@ type Grader struct {
 	Seed          *int64
 }
 
-// Limits bound each cell's run. A run that hits one fails its cell.
+// Limits bound each cell's run. A run that hits MaxSteps, Timeout or
+// MaxCostUSD fails its cell: the agent used up its budget. The provider
+// limits are about the evidence instead: a model call the provider leaves
+// silent for ProviderTimeout (after ProviderRetries more tries) errors the
+// cell, since a provider outage says nothing about the agent.
 type Limits struct {
 	// MaxSteps bounds the main agent's steps (model calls plus tool steps).
 	MaxSteps int
@@ -138,6 +154,15 @@ type Limits struct {
 	Timeout time.Duration
 	// MaxCostUSD stops a run once its priced usage exceeds it.
 	MaxCostUSD float64
+	// ProviderTimeout (limits.provider_timeout) bounds each attempt of a
+	// model call by the provider's silences: the wait for its answer to
+	// begin, then each gap in a streamed answer. 0 means
+	// DefaultProviderTimeout.
+	ProviderTimeout time.Duration
+	// ProviderRetries (limits.provider_retries) is how many times a model
+	// call that failed in a way that may pass is tried again; nil means
+	// DefaultProviderRetries. Recording keeps only the attempt that counted.
+	ProviderRetries *int
 }
 
 // Case is one task of the suite.
@@ -163,6 +188,8 @@ type Case struct {
 	// Source is where the case is written, file:line: the suite file for
 	// an inline case, the dataset file and row for a case from a dataset.
 	Source string
+	// AllowUnused is the suite's allow_unused unless the case sets its own.
+	AllowUnused bool
 
 	// index is the case's entry in the suite's cases list (a dataset's
 	// cases share their entry's).
@@ -207,6 +234,7 @@ type rawSuite struct {
 	ProviderConcurrency map[string]int            `yaml:"provider_concurrency"`
 	Limits              *rawLimits                `yaml:"limits"`
 	Thresholds          *Thresholds               `yaml:"thresholds"`
+	AllowUnused         bool                      `yaml:"allow_unused"`
 	Tools               map[string]rawTool        `yaml:"tools"`
 	Cases               node                      `yaml:"cases"`
 }
@@ -225,9 +253,11 @@ type rawGrader struct {
 }
 
 type rawLimits struct {
-	MaxSteps   *int     `yaml:"max_steps"`
-	Timeout    string   `yaml:"timeout"`
-	MaxCostUSD *float64 `yaml:"max_cost_usd"`
+	MaxSteps        *int     `yaml:"max_steps"`
+	Timeout         string   `yaml:"timeout"`
+	MaxCostUSD      *float64 `yaml:"max_cost_usd"`
+	ProviderTimeout string   `yaml:"provider_timeout"`
+	ProviderRetries *int     `yaml:"provider_retries"`
 }
 
 type rawCase struct {
@@ -239,8 +269,9 @@ type rawCase struct {
 	Checks   node               `yaml:"checks"`
 	Epochs   *int               `yaml:"epochs"`
 	Tags     []string           `yaml:"tags"`
-	Models   []string           `yaml:"models"`
-	Cassette string             `yaml:"cassette"`
+	Models      []string           `yaml:"models"`
+	Cassette    string             `yaml:"cassette"`
+	AllowUnused *bool              `yaml:"allow_unused"`
 }
 
 // safeName is what case ids and profile names may look like: they become
@@ -440,6 +471,7 @@ func (p *parser) suite(raw *rawSuite) {
 	}
 	p.fail(p.limits(raw.Limits))
 	p.fail(p.thresholds(raw.Thresholds))
+	s.AllowUnused = raw.AllowUnused
 	var err error
 	if s.Tools, err = p.tools(raw.Tools, "tools"); err != nil {
 		p.fail(err)
@@ -727,6 +759,20 @@ func (p *parser) limits(raw *rawLimits) error {
 		}
 		l.MaxCostUSD = *raw.MaxCostUSD
 	}
+	if raw.ProviderTimeout != "" {
+		d, err := time.ParseDuration(raw.ProviderTimeout)
+		if err != nil || d <= 0 {
+			return p.errAt("limits.provider_timeout", "not a positive duration: %q (e.g. 90s; the default is %s)", raw.ProviderTimeout, DefaultProviderTimeout)
+		}
+		l.ProviderTimeout = d
+	}
+	if raw.ProviderRetries != nil {
+		if *raw.ProviderRetries < 0 {
+			return p.errAt("limits.provider_retries", "provider_retries must not be negative, got %d", *raw.ProviderRetries)
+		}
+		n := *raw.ProviderRetries
+		l.ProviderRetries = &n
+	}
 	return nil
 }
 
@@ -845,7 +891,10 @@ func sub(at, key string) string {
 // caseFrom checks one case decoded at key at and builds it; index is its
 // entry in the suite's cases.
 func (p *parser) caseFrom(rc *rawCase, at string, index int) (*Case, error) {
-	c := &Case{index: index, Files: rc.Files, Tags: slices.Clone(rc.Tags)}
+	c := &Case{index: index, Files: rc.Files, Tags: slices.Clone(rc.Tags), AllowUnused: p.s.AllowUnused}
+	if rc.AllowUnused != nil {
+		c.AllowUnused = *rc.AllowUnused
+	}
 	if rc.ID == "" {
 		return nil, p.errAt(at, "a case needs an id")
 	}

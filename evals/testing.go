@@ -15,15 +15,17 @@ import (
 
 // Run runs the suite file at path under go test: one subtest per cell,
 // named <suite>/<case>/<model>/<profile>/e<epoch> (see SubtestName), in
-// replay mode unless WithMode says otherwise, so the suite runs offline
-// from its cassettes. A failing cell fails its subtest with a report that
-// starts at the case in the suite (or dataset) file — "suite.yaml:12: case
-// paris-weather: …" — with its rubric gaps and failed checks, an errored
-// cell with its error; with GateOnThresholds failing cells are only
-// reported and the test fails when the suite's verdict does. `go test -run`
-// selects cells by subtest name; the summary then covers the cells that
-// ran. Problems with the suite itself (invalid file, missing cassettes)
-// fail the test at once, all of them.
+// the mode WithMode names, else the one DAGEVAL_RECORD asks for
+// (DAGEVAL_RECORD=1 go test re-records, =missing records what is missing),
+// else the suite's mode, replay by default, so the suite runs offline from
+// its cassettes; CI=true forces replay. A failing cell fails its subtest
+// with a report that starts at the case in the suite (or dataset) file —
+// "suite.yaml:12: case paris-weather: …" — with its rubric gaps and failed
+// checks, an errored cell with its error; with GateOnThresholds failing
+// cells are only reported and the test fails when the suite's verdict
+// does. `go test -run` selects cells by subtest name; the summary then
+// covers the cells that ran. Problems with the suite itself (invalid file,
+// missing cassettes) fail the test at once, all of them.
 //
 // The run's files (results.jsonl, summary.json, cells/) go to the
 // directory of WithOutDir, or else to <DAGEVAL_TEST_OUT or the system's
@@ -33,7 +35,7 @@ import (
 // run's result for further assertions.
 func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	t.Helper()
-	o := Options{Mode: recorder.ModeReplay}
+	var o Options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -48,6 +50,9 @@ func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if ss.mode != recorder.ModeReplay {
+		t.Logf("suite %s: mode %s (%s)", s.Name, ss.mode, ss.modeReason)
+	}
 	sem := make(chan struct{}, ss.conc)
 	t.Run(SubtestName(s.Name), func(t *testing.T) {
 		for i, c := range ss.cells {
@@ -59,6 +64,9 @@ func Run(t *testing.T, path string, opts ...Option) *RunResult {
 				<-sem
 				// A write error is the run's, reported once below.
 				_ = ss.record(i, res, detail)
+				for _, w := range res.Warnings {
+					t.Log("warning: " + w)
+				}
 				if res.Status == StatusPass {
 					return
 				}

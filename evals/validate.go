@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/dageval/dageval/fakes/recorder"
+	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
+	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/internal/yamlx"
 )
 
@@ -20,7 +22,10 @@ import (
 // the agent factory or Go tools the suite names are registered, every tool
 // the agent declares has a behaviour in every case (and every behaviour
 // names a declared tool), the agent assembles with every model and profile,
-// and, in replay mode, every cell's cassette exists. Options supply the
+// in replay mode every cell's cassette exists, and in record and live
+// modes every model's provider has what a call needs (its API key, the
+// variables its base_url and headers name), so that a run that cannot
+// reach its provider stops before it touches a cassette. Options supply the
 // mode, filter, epochs and the Go tools and factories of the run. Every
 // problem found is reported, sorted by file and line.
 func (s *Suite) Validate(ctx context.Context, o Options) error {
@@ -198,11 +203,19 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) []error {
 	}
 	cfg := r.providerConfig()
 	cfg.HTTPClient, cfg.Replay = &http.Client{Transport: noCalls{}}, r.mode == recorder.ModeReplay
-	resolve, err := r.newResolver(cfg)
+	built, err := r.newResolver(cfg)
 	if err != nil {
 		return []error{err}
 	}
 	var errs []error
+	var models []resolvedModel
+	resolve := func(spec string) (llm.ChatModel, error) {
+		m, err := built(spec)
+		if err == nil {
+			models = append(models, resolvedModel{spec, m})
+		}
+		return m, err
+	}
 	var grader *middleware.RubricMiddleware
 	if s.Grader != nil {
 		gm, err := resolve(s.Grader.Model)
@@ -235,7 +248,58 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) []error {
 			errs = append(errs, s.errAt(at, "the agent does not assemble with model %s and profile %s: %v", c.Model, c.Profile, err))
 		}
 	}
+	if r.mode == recorder.ModeRecord || r.mode == recorder.ModeLive {
+		errs = append(errs, r.validateCredentials(models)...)
+	}
 	return errs
+}
+
+type resolvedModel struct {
+	spec  string
+	model llm.ChatModel
+}
+
+// validateCredentials checks that every model a run will call can
+// authenticate. Record and live modes call every model; record-missing
+// calls only what its cassettes lack, and a call it cannot make records
+// nothing, so the cassette stays as it was.
+func (r *runner) validateCredentials(models []resolvedModel) []error {
+	s := r.s
+	var errs []error
+	seen := map[string]bool{}
+	for _, rm := range models {
+		if seen[rm.spec] {
+			continue
+		}
+		seen[rm.spec] = true
+		cfg, ok := providerConfigOf(rm.model)
+		if !ok {
+			continue
+		}
+		if _, _, err := cfg.Credentials(); err != nil {
+			at := "models"
+			if _, declared := s.Providers[cfg.Provider]; declared {
+				at = "providers." + cfg.Provider
+			}
+			errs = append(errs, s.errAt(at, "mode %s (%s) calls model %s, which cannot reach its provider: %v; nothing was called and no cassette was touched", r.mode, r.modeReason, rm.spec, err))
+		}
+	}
+	return errs
+}
+
+// providerConfigOf finds the provider configuration under a model and the
+// wrappers the runner puts around it.
+func providerConfigOf(m llm.ChatModel) (provider.Config, bool) {
+	for {
+		switch v := m.(type) {
+		case interface{ Config() provider.Config }:
+			return v.Config(), true
+		case interface{ Unwrap() llm.ChatModel }:
+			m = v.Unwrap()
+		default:
+			return provider.Config{}, false
+		}
+	}
 }
 
 // noCalls is the transport of validation's models, which must never be called.

@@ -36,9 +36,13 @@ and prints the summary table.
 
 --mode: replay (the default: answers come from the cassettes, no network,
 no API key), record (call the providers and rewrite the cassettes),
-record-missing (record only cells whose cassette lacks an answer) or live
-(call the providers, keep nothing). CI=true forces replay unless the mode
-is live.
+record-missing (record only cells whose cassette lacks an answer, or holds
+only failures) or live (call the providers, keep nothing). Precedence:
+--mode, then DAGEVAL_RECORD (1 = record, missing = record-missing), then the
+suite's mode:, then replay. CI=true forces replay unless the mode is live.
+A recording replaces a cell's cassette only when the cell ran without
+provider errors; otherwise the previous cassette is kept, byte for byte,
+and the cell's error says so.
 
 --filter selects cells: terms field=glob or field!=glob separated by commas
 or spaces, fields case, model, profile, epoch, tag; a bare glob is a case.
@@ -54,7 +58,7 @@ does not assemble, an interrupted run).`,
 func runRun(ctx context.Context, e *env, args []string) error {
 	c := commands["run"]
 	fs := newFlags(c, e)
-	mode := fs.String("mode", "", "replay, record, record-missing or live (default: the suite's mode)")
+	mode := fs.String("mode", "", "replay, record, record-missing or live (default: DAGEVAL_RECORD, else the suite's mode)")
 	out := fs.String("out", "dageval-out", "output directory")
 	conc := fs.Int("concurrency", 0, "cells run at once (default: the suite's concurrency)")
 	filter := fs.String("filter", "", "select cells, e.g. \"case=paris-* model=openai:*\"")
@@ -101,8 +105,13 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if rr == nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
-	if strings.HasPrefix(rr.ModeReason, "CI=") {
+	if strings.HasPrefix(rr.ModeReason, "CI=") || strings.HasPrefix(rr.ModeReason, "DAGEVAL_RECORD=") {
 		fmt.Fprintf(e.stderr, "dageval run: mode %s: %s\n", rr.Mode, rr.ModeReason)
+	}
+	for _, r := range rr.Results {
+		for _, w := range r.Warnings {
+			fmt.Fprintf(e.stderr, "dageval run: warning: %s: %s\n", r.ID, w)
+		}
 	}
 	if rerr := renderRun(e.stdout, *out, rr, formats); rerr != nil && err == nil {
 		err = rerr

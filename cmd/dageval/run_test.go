@@ -335,3 +335,39 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 	assert.Equal(t, 5, strings.Count(stderr, "\n"), stderr)
 }
+
+// TestRunHonoursDAGEVALRecord is observation 4 of issue 12 through the
+// CLI: DAGEVAL_RECORD overrides the suite's own mode: (here an explicit
+// replay), and --mode overrides DAGEVAL_RECORD.
+func TestRunHonoursDAGEVALRecord(t *testing.T) {
+	srv := llmserver.NewServer(graderAndAgent())
+	defer srv.Close()
+	dir := writeFiles(t, map[string]string{"suite.yaml": "version: 1\nname: rec\nmode: replay\nproviders: {local: {kind: openai-compatible, base_url: \"" + srv.OpenAIBaseURL() + "\", api_key_env: LOCAL_KEY}}\nmodels: [local:m]\n" + liveAgent +
+		"cases: [{id: a, input: go, checks: [{final_answer: {contains: sunny}}]}]\n"})
+	suite := filepath.Join(dir, "suite.yaml")
+	cassettePath := filepath.Join(dir, "cassettes", "a--local-m--default--e1.yaml")
+
+	code, stdout, stderr := runCLIEnv(t, mapEnv(map[string]string{"LOCAL_KEY": "k", "DAGEVAL_RECORD": "missing"}), "run", suite, "--out", t.TempDir())
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stdout, "(record-missing mode)")
+	assert.Contains(t, stderr, "mode record-missing: DAGEVAL_RECORD=missing")
+	assert.FileExists(t, cassettePath)
+	assert.Len(t, srv.Requests(), 2)
+	recorded, err := os.ReadFile(cassettePath)
+	require.NoError(t, err)
+
+	// --mode replay wins over DAGEVAL_RECORD=1: nothing is called or rewritten.
+	code, stdout, stderr = runCLIEnv(t, mapEnv(map[string]string{"LOCAL_KEY": "k", "DAGEVAL_RECORD": "1"}), "run", suite, "--mode", "replay", "--out", t.TempDir())
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stdout, "(replay mode)")
+	assert.Len(t, srv.Requests(), 2)
+	after, err := os.ReadFile(cassettePath)
+	require.NoError(t, err)
+	assert.Equal(t, string(recorded), string(after))
+
+	// DAGEVAL_RECORD=1 alone re-records.
+	code, _, stderr = runCLIEnv(t, mapEnv(map[string]string{"LOCAL_KEY": "k", "DAGEVAL_RECORD": "1"}), "run", suite, "--out", t.TempDir())
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "mode record: DAGEVAL_RECORD=1")
+	assert.Len(t, srv.Requests(), 4)
+}
