@@ -261,14 +261,14 @@ type rawLimits struct {
 }
 
 type rawCase struct {
-	ID       string             `yaml:"id"`
-	Input    node               `yaml:"input"`
-	Files    map[string]string  `yaml:"files"`
-	Tools    map[string]rawTool `yaml:"tools"`
-	Rubric   node               `yaml:"rubric"`
-	Checks   node               `yaml:"checks"`
-	Epochs   *int               `yaml:"epochs"`
-	Tags     []string           `yaml:"tags"`
+	ID          string             `yaml:"id"`
+	Input       node               `yaml:"input"`
+	Files       map[string]string  `yaml:"files"`
+	Tools       map[string]rawTool `yaml:"tools"`
+	Rubric      node               `yaml:"rubric"`
+	Checks      node               `yaml:"checks"`
+	Epochs      *int               `yaml:"epochs"`
+	Tags        []string           `yaml:"tags"`
 	Models      []string           `yaml:"models"`
 	Cassette    string             `yaml:"cassette"`
 	AllowUnused *bool              `yaml:"allow_unused"`

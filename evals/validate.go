@@ -22,10 +22,10 @@ import (
 // the agent factory or Go tools the suite names are registered, every tool
 // the agent declares has a behaviour in every case (and every behaviour
 // names a declared tool), the agent assembles with every model and profile,
-// in replay mode every cell's cassette exists, and in record and live
-// modes every model's provider has what a call needs (its API key, the
-// variables its base_url and headers name), so that a run that cannot
-// reach its provider stops before it touches a cassette. Options supply the
+// in replay mode every cell's cassette exists, and in record mode every
+// model's provider has what a call needs (its API key, the variables its
+// base_url and headers name), so that a recording that cannot reach its
+// provider stops before it touches a cassette. Options supply the
 // mode, filter, epochs and the Go tools and factories of the run. Every
 // problem found is reported, sorted by file and line.
 func (s *Suite) Validate(ctx context.Context, o Options) error {
@@ -248,7 +248,7 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) []error {
 			errs = append(errs, s.errAt(at, "the agent does not assemble with model %s and profile %s: %v", c.Model, c.Profile, err))
 		}
 	}
-	if r.mode == recorder.ModeRecord || r.mode == recorder.ModeLive {
+	if r.mode == recorder.ModeRecord {
 		errs = append(errs, r.validateCredentials(models)...)
 	}
 	return errs
@@ -259,10 +259,11 @@ type resolvedModel struct {
 	model llm.ChatModel
 }
 
-// validateCredentials checks that every model a run will call can
-// authenticate. Record and live modes call every model; record-missing
-// calls only what its cassettes lack, and a call it cannot make records
-// nothing, so the cassette stays as it was.
+// validateCredentials checks that every model a recording will call can
+// authenticate. Record mode calls every model; record-missing calls only
+// what its cassettes lack, and a call it cannot make records nothing, so
+// the cassette stays as it was; live mode keeps nothing, and each cell
+// errors with the missing setting.
 func (r *runner) validateCredentials(models []resolvedModel) []error {
 	s := r.s
 	var errs []error
