@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +58,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 	}
 	run, err := r.execute(ctx, cell)
 	if err != nil {
-		res = CellResult{Status: StatusError, Error: err.Error(), Checks: []rubrics.CheckVerdict{}, ToolCalls: []string{}, CostKnown: true}
+		res = CellResult{Status: StatusError, Error: err.Error(), Cause: CauseOf(err), Checks: []rubrics.CheckVerdict{}, ToolCalls: []string{}, CostKnown: true}
 	} else {
 		res = judge(context.WithoutCancel(ctx), cell.CaseDef, run)
 		fillDetail(detail, cell.CaseDef, run)
@@ -112,7 +114,7 @@ func (run *cellRun) limitHit() bool { return run.rec.Err != nil && isLimit(run.r
 func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	cm, err := r.models(cell)
 	if err != nil {
-		return nil, err
+		return nil, withCause(CauseSetup, err)
 	}
 	stopped := cm.rec == nil
 	finish := func(abandon string) error {
@@ -133,15 +135,15 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	if cell.CaseDef.Rubric != nil {
 		gm, err := cm.resolve(r.s.Grader.Model)
 		if err != nil {
-			return nil, fmt.Errorf("grader: %w", err)
+			return nil, withCause(CauseSetup, fmt.Errorf("grader: %w", err))
 		}
 		if grader, err = r.newGrader(gm); err != nil {
-			return nil, err
+			return nil, withCause(CauseSetup, err)
 		}
 	}
 	built, err := r.buildAgent(ctx, cell, cm.resolve, grader)
 	if err != nil {
-		return nil, err
+		return nil, withCause(CauseSetup, err)
 	}
 	// Each cell gets its backend started (a sandbox: a fresh workspace)
 	// and closed again, here when the run fails, else after judging.
@@ -171,6 +173,9 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	var (
 		mu     sync.Mutex
 		events []agent.Event
+		// calling holds when each agent's model call in flight started,
+		// to tell a stalled provider from an agent out of time.
+		calling = map[string]time.Time{}
 	)
 	opts := []agent.Option{
 		agent.WithClock(func() time.Time { return runClock }),
@@ -178,6 +183,12 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			events = append(events, ev)
+			switch ev.Type {
+			case agent.EventModelStart:
+				calling[ev.Agent] = time.Now()
+			case agent.EventModelEnd:
+				delete(calling, ev.Agent)
+			}
 			if ev.Type == agent.EventModelEnd && ev.Response != nil {
 				pricer.add(ev.Agent, ev.Response.Usage)
 				if lim := r.s.Limits.MaxCostUSD; lim > 0 && pricer.usd > lim {
@@ -192,10 +203,15 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	out, runErr := built.agent.Invoke(runCtx, in, opts...)
 	if runErr != nil && ctx.Err() != nil {
 		_ = finish("the run was cancelled")
-		return nil, ctx.Err()
+		return nil, withCause(CauseCancelled, ctx.Err())
 	}
 	if runErr != nil && runCtx.Err() != nil {
 		runErr = context.Cause(runCtx)
+		if errors.Is(runErr, errTimeLimit) {
+			mu.Lock()
+			runErr = stallOrLimit(runErr, calling, r.s.Limits.Timeout)
+			mu.Unlock()
+		}
 	}
 	runErr = r.nameStall(runErr)
 	var warnings []string
@@ -217,7 +233,7 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	case errors.As(saveErr, &notSaved):
 		runErr = saveErr
 	case saveErr != nil:
-		return nil, fmt.Errorf("saving the cassette: %w", saveErr)
+		return nil, withCause(CauseCassetteWrite, fmt.Errorf("saving the cassette: %w", saveErr))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -286,7 +302,7 @@ func judge(ctx context.Context, c *Case, run *cellRun) CellResult {
 		Steps: run.steps, ToolCalls: append([]string{}, rec.ToolCallNames()...), Warnings: run.warnings,
 	}
 	errored := func(err error) CellResult {
-		res.Status, res.Error, res.Score = StatusError, err.Error(), 0
+		res.Status, res.Error, res.Score, res.Cause = StatusError, err.Error(), 0, CauseOf(err)
 		res.Checks = []rubrics.CheckVerdict{}
 		return res
 	}
@@ -295,7 +311,7 @@ func judge(ctx context.Context, c *Case, run *cellRun) CellResult {
 	case rec.Err != nil && !limitHit:
 		return errored(rec.Err)
 	case run.interrupted:
-		return errored(errors.New("the agent paused for human input (interrupt_on); a suite run cannot answer it"))
+		return errored(withCause(CauseInterrupt, errors.New("the agent paused for human input (interrupt_on); a suite run cannot answer it")))
 	}
 
 	// The run finished, or hit a limit: judge it.
@@ -318,12 +334,12 @@ func judge(ctx context.Context, c *Case, run *cellRun) CellResult {
 			rubricScore = g.Score
 			rubricPass = g.Passed && ev.Result != middleware.RubricFailed && ev.Result != middleware.RubricGraderError
 			if ev.Result == middleware.RubricGraderError && !limitHit {
-				return errored(fmt.Errorf("the rubric grader failed: %s", ev.Explanation))
+				return errored(withCause(CauseGraderError, fmt.Errorf("the rubric grader failed: %s", ev.Explanation)))
 			}
 		case limitHit:
 			rubricPass = false
 		default:
-			return errored(errors.New("the run finished but the rubric grader never ran"))
+			return errored(withCause(CauseGraderError, errors.New("the run finished but the rubric grader never ran")))
 		}
 	}
 	switch {
@@ -359,6 +375,20 @@ func (r *runner) newGrader(model llm.ChatModel) (*middleware.RubricMiddleware, e
 		Seed:          g.Seed,
 		Logger:        r.log,
 	})
+}
+
+// stallOrLimit tells what a run's time limit caught: when a model call had
+// been waiting for at least half of limits.timeout, the provider stalled
+// and the cell errors (it is no evidence about the agent); otherwise the
+// agent ran out of time and the cell fails.
+func stallOrLimit(limitErr error, calling map[string]time.Time, timeout time.Duration) error {
+	now := time.Now()
+	for _, path := range slices.Sorted(maps.Keys(calling)) {
+		if waited := now.Sub(calling[path]); waited >= timeout/2 {
+			return fmt.Errorf("%w: the model call of agent %s got no answer for %s of the run's limits.timeout %s", errProviderStall, path, waited.Round(time.Millisecond), timeout)
+		}
+	}
+	return limitErr
 }
 
 // isLimit reports whether a run stopped on one of the suite's limits; such

@@ -43,6 +43,9 @@ type Options struct {
 	Logger *slog.Logger
 	// OnCell is called once per finished cell, one call at a time.
 	OnCell func(CellResult)
+	// TolerateErrors lets errored cells count as failures instead of
+	// making the run errored, as the suite's errors: tolerate does.
+	TolerateErrors bool
 
 	// gate makes Run(t) fail on the suite's verdict instead of per cell.
 	gate bool
@@ -102,3 +105,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *Options) { o.Logger = l 
 // verdict (its thresholds, or every cell passing when it has none) fails.
 // Without it, every failing cell fails its subtest.
 func GateOnThresholds() Option { return func(o *Options) { o.gate = true } }
+
+// TolerateErrors lets errored cells count as failures in Run(t)'s verdict
+// (see Options.TolerateErrors); without it an errored cell fails the test
+// however the thresholds fare.
+func TolerateErrors() Option { return func(o *Options) { o.TolerateErrors = true } }

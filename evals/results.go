@@ -20,8 +20,12 @@ const (
 // Status is the outcome of one cell.
 type Status string
 
-// Cell outcomes. An error means the cell could not be judged (the run
-// crashed, a replay missed); it counts as a failure in every rate.
+// Cell outcomes: pass and fail judge the agent's behaviour; an error means
+// the cell could not be judged because its evidence was missing or broken
+// (a replay missed, a cassette was unreadable, the provider failed or
+// stalled, the grader broke), and CellResult.Cause says which. An errored
+// cell counts as a failure in every rate, and makes the run's outcome
+// errored unless errors are tolerated.
 const (
 	StatusPass  Status = "pass"
 	StatusFail  Status = "fail"
@@ -62,6 +66,13 @@ type CellResult struct {
 	// Warnings are problems that did not decide the cell, such as the
 	// unplayed interactions of a case with allow_unused.
 	Warnings []string `json:"warnings,omitempty"`
+	// Cause classifies the error of an errored cell (replay_miss,
+	// cassette_invalid, provider_error, …); empty for passed and failed cells.
+	Cause Cause `json:"cause,omitempty"`
+	// Alias is the role the suite gave the cell's model (models: [{model:
+	// …, alias: …}]); compare pairs cells by it, so a model swap under the
+	// same alias is compared case by case.
+	Alias string `json:"alias,omitempty"`
 }
 
 // RubricOutcome is the final verdict of the rubric grader for a cell.
@@ -124,11 +135,36 @@ type Summary struct {
 	Groups     []GroupSummary `json:"groups"`
 	Totals     GroupSummary   `json:"totals"`
 	Thresholds *Thresholds    `json:"thresholds,omitempty"`
-	// Passed is the run's verdict: thresholds hold (or, without thresholds,
-	// every cell passed and the matrix is complete).
+	// Passed is the run's verdict: no cell errored or is missing (unless
+	// errors are tolerated) and the thresholds hold (without thresholds,
+	// every cell passed).
 	Passed bool `json:"passed"`
-	// Reasons explains a failed verdict, one line each.
+	// Outcome is the verdict's class: passed, failed (the thresholds do not
+	// hold) or errored (cells could not be judged; it decides the verdict
+	// over any threshold). Empty in summaries written before it existed;
+	// use RunOutcome.
+	Outcome Outcome `json:"outcome,omitempty"`
+	// Causes counts the errored and missing cells by cause, in report order.
+	Causes []CauseCount `json:"causes,omitempty"`
+	// ErrorsTolerated records that errored cells were allowed to count as
+	// failures instead of deciding the verdict (errors: tolerate, or
+	// --tolerate-errors).
+	ErrorsTolerated bool `json:"errors_tolerated,omitempty"`
+	// Reasons explains a failed verdict, one line each; an errored
+	// verdict's first line names the cause that decided it.
 	Reasons []string `json:"reasons,omitempty"`
+}
+
+// RunOutcome is the summary's outcome, derived from Passed for summaries
+// written before Outcome existed.
+func (s *Summary) RunOutcome() Outcome {
+	switch {
+	case s.Outcome != "":
+		return s.Outcome
+	case s.Passed:
+		return OutcomePassed
+	}
+	return OutcomeFailed
 }
 
 // GroupSummary aggregates the cells of one model × profile (or all cells

@@ -214,7 +214,7 @@ func (ss *session) keepFinished() {
 func (ss *session) conclude() (*RunResult, error) {
 	ss.prog.finish()
 	rr := &RunResult{Cells: ss.cells, Details: map[string]*CellDetail{}, Mode: ss.mode, ModeReason: ss.modeReason}
-	rr.Summary = ss.s.Summarize(ss.cells, ss.results, string(ss.mode))
+	rr.Summary = ss.s.summarize(ss.cells, ss.results, string(ss.mode), ss.s.TolerateErrors || ss.o.TolerateErrors)
 	for i, res := range ss.results {
 		if res != nil {
 			rr.Results = append(rr.Results, *res)

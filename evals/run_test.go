@@ -164,11 +164,37 @@ func (m slowModel) Generate(ctx context.Context, _ *llm.Request) (*llm.Response,
 	return &llm.Response{Message: llm.Assistant("late")}, nil
 }
 
+// An agent that spends its time budget on its own work (here a tool that
+// takes too long) fails its cell: that is its behaviour.
 func TestTimeLimitFailsTheCell(t *testing.T) {
-	srv := server(t, slowModel{d: 2 * time.Second})
-	suite := liveHeader(srv.URL) + "models: [local:m]\nagent: {name: a}\nlimits: {timeout: 50ms}\ncases: [{id: a, input: go}]\n"
+	m := &convModel{convs: map[string][]llm.Message{"go": {say("", call("wait", `{}`)), say("done")}}}
+	srv := server(t, m)
+	suite := liveHeader(srv.URL) + `models: [local:m]
+agent: {tools: [{name: wait}]}
+tools: {wait: {exec: {command: "sleep 30", timeout: 60s}}}
+limits: {timeout: 1s}
+cases: [{id: a, input: go}]
+`
 	oc := runSuite(t, writeSuite(t, map[string]string{"suite.yaml": suite}), evals.Options{})
 	r := oc.Results[0]
 	assert.Equal(t, evals.StatusFail, r.Status)
-	assert.Contains(t, r.Error, "time limit reached: the run took longer than limits.timeout 50ms")
+	assert.Empty(t, r.Cause)
+	assert.Contains(t, r.Error, "time limit reached: the run took longer than limits.timeout 1s")
+	assert.Equal(t, evals.OutcomeFailed, oc.Summary.Outcome)
+}
+
+// Observation 6 of issue 12 (its verdict): a provider that never answers
+// is not the agent's failure. A time limit that fires while a model call
+// has waited for most of it errors the cell as a provider stall, so
+// compare never reads an outage as a regression.
+func TestProviderStallErrorsTheCell(t *testing.T) {
+	srv := server(t, slowModel{d: time.Minute})
+	suite := liveHeader(srv.URL) + "models: [local:m]\nagent: {name: a}\nlimits: {timeout: 100ms}\ncases: [{id: a, input: go}]\n"
+	oc := runSuite(t, writeSuite(t, map[string]string{"suite.yaml": suite}), evals.Options{})
+	r := oc.Results[0]
+	assert.Equal(t, evals.StatusError, r.Status)
+	assert.Equal(t, evals.CauseProviderStall, r.Cause)
+	assert.Contains(t, r.Error, "provider stall: the model call of agent a got no answer")
+	assert.Equal(t, evals.OutcomeErrored, oc.Summary.Outcome)
+	assert.Contains(t, oc.Summary.Reasons[0], "1 cell errored: provider stall — ")
 }

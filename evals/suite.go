@@ -86,6 +86,10 @@ type Suite struct {
 	// interactions from an error of the cell into a warning; a case may
 	// say otherwise for itself.
 	AllowUnused bool
+	// TolerateErrors (errors: tolerate) lets errored cells count as
+	// failures in the thresholds instead of deciding the verdict; off by
+	// default, so a run with a replay miss or a provider error never passes.
+	TolerateErrors bool
 	// Tools gives declared tools their default behaviour; a case overrides
 	// it tool by tool.
 	Tools map[string]*ToolBehavior
@@ -235,6 +239,7 @@ type rawSuite struct {
 	Limits              *rawLimits                `yaml:"limits"`
 	Thresholds          *Thresholds               `yaml:"thresholds"`
 	AllowUnused         bool                      `yaml:"allow_unused"`
+	Errors              string                    `yaml:"errors"`
 	Tools               map[string]rawTool        `yaml:"tools"`
 	Cases               node                      `yaml:"cases"`
 }
@@ -472,6 +477,13 @@ func (p *parser) suite(raw *rawSuite) {
 	p.fail(p.limits(raw.Limits))
 	p.fail(p.thresholds(raw.Thresholds))
 	s.AllowUnused = raw.AllowUnused
+	switch raw.Errors {
+	case "", "fail":
+	case "tolerate":
+		s.TolerateErrors = true
+	default:
+		p.fail(p.errAt("errors", "errors must be fail (the default: an errored cell makes the run errored) or tolerate (errored cells count as failures), got %q", raw.Errors))
+	}
 	var err error
 	if s.Tools, err = p.tools(raw.Tools, "tools"); err != nil {
 		p.fail(err)

@@ -29,9 +29,15 @@ func Wilson(passed, n int) [2]float64 {
 }
 
 // Summarize aggregates the results of a run (nil entries are cells that
-// produced no result) into a Summary and judges it against the suite's
-// thresholds. A missing or errored cell counts as a failure in every rate.
+// produced no result) into a Summary and judges it: a run with errored or
+// missing cells is errored unless the suite tolerates errors, and
+// otherwise passes when its thresholds hold. A missing or errored cell
+// counts as a failure in every rate.
 func (s *Suite) Summarize(cells []Cell, results []*CellResult, mode string) Summary {
+	return s.summarize(cells, results, mode, s.TolerateErrors)
+}
+
+func (s *Suite) summarize(cells []Cell, results []*CellResult, mode string, tolerate bool) Summary {
 	sum := Summary{
 		SchemaVersion: SchemaVersion,
 		Suite:         s.Name,
@@ -70,7 +76,10 @@ func (s *Suite) Summarize(cells []Cell, results []*CellResult, mode string) Summ
 		all[i] = i
 	}
 	sum.Totals = aggregate(cells, results, all)
-	sum.Passed, sum.Reasons = s.verdict(&sum)
+	sum.Causes = summarizeCauses(results, len(sum.Missing))
+	sum.Outcome, sum.Reasons = s.verdict(&sum, tolerate)
+	sum.Passed = sum.Outcome == OutcomePassed
+	sum.ErrorsTolerated = tolerate && len(sum.Causes) > 0
 	return sum
 }
 
@@ -136,10 +145,28 @@ func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
 	return g
 }
 
-// verdict decides whether the run passes: every model × profile meets the
-// rate thresholds and the whole run the cost threshold; without thresholds,
-// every cell of a complete matrix must pass.
-func (s *Suite) verdict(sum *Summary) (bool, []string) {
+// verdict decides the run's outcome. Errored or missing cells decide it
+// first, since no threshold can be checked on cells nobody could judge;
+// tolerated, they count as failures. Then every model × profile must meet
+// the rate thresholds and the whole run the cost threshold; without
+// thresholds, every cell of a complete matrix must pass.
+func (s *Suite) verdict(sum *Summary, tolerate bool) (Outcome, []string) {
+	if len(sum.Causes) > 0 && !tolerate {
+		reasons := []string{ErroredReason(sum.Causes)}
+		if len(sum.Causes) > 1 {
+			reasons = append(reasons, causeReasons(sum.Causes)...)
+		}
+		return OutcomeErrored, reasons
+	}
+	if ok, reasons := s.thresholdVerdict(sum); !ok {
+		return OutcomeFailed, reasons
+	}
+	return OutcomePassed, nil
+}
+
+// thresholdVerdict checks the thresholds, counting errored and missing
+// cells as failures.
+func (s *Suite) thresholdVerdict(sum *Summary) (bool, []string) {
 	var reasons []string
 	t := s.Thresholds
 	if t == nil {

@@ -1,6 +1,7 @@
 package evals_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,7 +55,7 @@ func TestSummarize(t *testing.T) {
 			case c.Case == "a" && c.Epoch == 2:
 				r.Status, r.Score = evals.StatusFail, 0.5 // case a: flaky
 			case c.Case == "b" && c.Epoch == 1:
-				r.Status, r.Score = evals.StatusError, 0
+				r.Status, r.Score, r.Cause = evals.StatusError, 0, evals.CauseReplayMiss
 			case c.Case == "b" && c.Epoch == 3:
 				r = nil // missing
 			}
@@ -94,12 +95,28 @@ func TestSummarize(t *testing.T) {
 	assert.InDelta(t, 6.0/8, sum.Totals.PassHatK, 1e-12)
 
 	assert.False(t, sum.Passed)
-	assert.Equal(t, []string{"1 cell failed", "1 cell errored", "1 cell is missing"}, sum.Reasons)
+	assert.Equal(t, evals.OutcomeErrored, sum.Outcome, "errored and missing cells decide the verdict")
+	assert.Equal(t, []evals.CauseCount{{Cause: evals.CauseReplayMiss, Cells: 1}, {Cause: evals.CauseMissing, Cells: 1}}, sum.Causes)
+	assert.Equal(t, []string{
+		"2 cells errored (1 replay miss, 1 missing result), so the run cannot be judged",
+		"1 replay miss: the agent's requests changed since its cassettes were recorded; if the change is intended, re-record with DAGEVAL_RECORD=missing (or --mode record-missing) and commit the cassettes",
+		"1 missing result: the cell produced no result (the run was interrupted); run it again",
+	}, sum.Reasons)
+	assert.False(t, sum.ErrorsTolerated)
 	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, sum.SuiteDigest)
+
+	// Tolerated, errored and missing cells count as failures.
+	s.TolerateErrors = true
+	sum = s.Summarize(cells, results, "replay")
+	assert.Equal(t, evals.OutcomeFailed, sum.Outcome)
+	assert.True(t, sum.ErrorsTolerated)
+	assert.Equal(t, []string{"1 cell failed", "1 cell errored", "1 cell is missing"}, sum.Reasons)
 }
 
 func TestThresholdVerdicts(t *testing.T) {
-	base := matrixSuite + "thresholds: "
+	// The missing cell below counts as a failure only because errors are
+	// tolerated; TestErroredCellsDecideTheVerdict shows the default.
+	base := matrixSuite + "errors: tolerate\nthresholds: "
 	tests := []struct {
 		thresholds string
 		pass       bool
@@ -127,11 +144,44 @@ func TestThresholdVerdicts(t *testing.T) {
 		}
 		sum := s.Summarize(cells, results, "replay")
 		assert.Equal(t, tt.pass, sum.Passed, tt.thresholds)
+		assert.Equal(t, map[bool]evals.Outcome{true: evals.OutcomePassed, false: evals.OutcomeFailed}[tt.pass], sum.Outcome, tt.thresholds)
 		if tt.reason != "" {
 			require.Len(t, sum.Reasons, 1, tt.thresholds)
 			assert.Contains(t, sum.Reasons[0], tt.reason)
 		}
 	}
+}
+
+// Observation 2 of issue 12: with the quickstart's pass_rate 0.8, a run
+// whose errored cells would still leave the pass rate above the threshold
+// must not pass, and its first reason names the cause.
+func TestErroredCellsDecideTheVerdict(t *testing.T) {
+	s, err := evals.Parse("suite.yaml", []byte(matrixSuite+"thresholds: {pass_rate: 0.8}\n"))
+	require.NoError(t, err)
+	cells, _ := s.Cells("", 0)
+	results := make([]*evals.CellResult, len(cells))
+	for i, c := range cells {
+		results[i] = &evals.CellResult{CellKey: c.CellKey, Status: evals.StatusPass, Score: 1, CostKnown: true}
+		if i == 0 {
+			results[i] = &evals.CellResult{CellKey: c.CellKey, Status: evals.StatusError, Cause: evals.CauseCassetteInvalid, Error: "x.yaml:1: a cassette is a mapping", CostKnown: true}
+		}
+	}
+	sum := s.Summarize(cells, results, "replay")
+	assert.Equal(t, evals.OutcomeErrored, sum.Outcome)
+	assert.Equal(t, 2, sum.Outcome.ExitCode())
+	assert.False(t, sum.Passed)
+	require.Len(t, sum.Reasons, 1)
+	assert.True(t, strings.HasPrefix(sum.Reasons[0], "1 cell errored: unreadable cassette — "), sum.Reasons[0])
+	assert.NotContains(t, sum.Reasons[0], "pass rate")
+
+	s.TolerateErrors = true
+	sum = s.Summarize(cells, results, "replay")
+	assert.Equal(t, evals.OutcomePassed, sum.Outcome, "19 of 20 is above 0.8 once the error is tolerated")
+	assert.True(t, sum.ErrorsTolerated)
+
+	_, err = evals.Parse("suite.yaml", []byte(matrixSuite+"errors: ignore\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "suite.yaml:10:1: errors: errors must be fail")
 }
 
 func TestFilter(t *testing.T) {

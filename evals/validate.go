@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
@@ -22,7 +23,8 @@ import (
 // the agent factory or Go tools the suite names are registered, every tool
 // the agent declares has a behaviour in every case (and every behaviour
 // names a declared tool), the agent assembles with every model and profile,
-// in replay mode every cell's cassette exists, and in record mode every
+// in replay mode every cell's cassette exists and parses (a corrupt
+// cassette is reported with its file and line), and in record mode every
 // model's provider has what a call needs (its API key, the variables its
 // base_url and headers name), so that a recording that cannot reach its
 // provider stops before it touches a cassette. Options supply the
@@ -37,7 +39,7 @@ func (s *Suite) Validate(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	return joinErrors(r.validate(ctx, cells, true))
+	return joinErrors(append(r.validate(ctx, cells, true), r.parseCassettes(cells)...))
 }
 
 // ValidateFile loads the suite at path and validates it, reporting every
@@ -64,6 +66,7 @@ func (reg *Registry) ValidateFile(ctx context.Context, path string, o Options) (
 		errs = append(errs, err)
 	} else {
 		errs = append(errs, r.validate(ctx, cells, true)...)
+		errs = append(errs, r.parseCassettes(cells)...)
 	}
 	if len(errs) > 0 {
 		return nil, joinErrors(errs)
@@ -336,4 +339,50 @@ func (r *runner) validateCassettes(cells []Cell) error {
 	}
 	return s.errAt(at, "%d of %d cells have no cassette to replay (%s): %s; record them with --mode record-missing (outside CI) or run --mode live",
 		len(missing), len(cells), r.modeReason, strings.Join(shown, ", "))
+}
+
+// parseCassettes reads every cassette the cells would replay, so that an
+// empty, truncated or wrong-version cassette is found before a run rather
+// than as an errored cell. A run does not call it (the replay parses each
+// cassette anyway, and reports a bad one as a cassette_invalid cell);
+// Validate does. Each problem is reported as file:line: message.
+func (r *runner) parseCassettes(cells []Cell) []error {
+	if r.mode != recorder.ModeReplay && r.mode != recorder.ModeRecordMissing {
+		return nil
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if seen[c.Cassette] {
+			continue
+		}
+		seen[c.Cassette] = true
+		if _, err := os.Stat(c.Cassette); err != nil {
+			continue // missing cassettes are validateCassettes' to report
+		}
+		if err := parseCassette(c.Cassette); err != nil {
+			err.Msg += fmt.Sprintf(" (the cassette of cell %s; restore it or re-record it with DAGEVAL_RECORD=1)", cellLabel(c.CellKey))
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// parseCassette is the one call into the cassette parser. Its error names
+// the file and line (line 1 when the parser knows none, as for an empty
+// file), so that editors and CI annotations can jump to it.
+func parseCassette(path string) *yamlx.Error {
+	_, err := cassette.Read(path)
+	var pe *cassette.ParseError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pe):
+		return &yamlx.Error{File: pe.File, Line: max(pe.Line, 1), Msg: pe.Msg}
+	}
+	return &yamlx.Error{File: path, Line: 1, Msg: err.Error()}
+}
+
+func cellLabel(k CellKey) string {
+	return fmt.Sprintf("%s/%s/%s/e%d", k.Case, k.Model, k.Profile, k.Epoch)
 }

@@ -90,28 +90,49 @@ func plural(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + many
 }
 
-// headline is the one-line verdict both the terminal and markdown reports open with.
+// headline is the one-line verdict the terminal, markdown, HTML and JUnit
+// reports open with. An errored run leads with the cause that decided it
+// (the first reason), since its pass rate judges nothing.
 func (rep *Report) headline() string {
 	t := rep.Totals
-	verdict := "PASSED"
-	if !rep.Verdict.Passed {
-		verdict = "FAILED"
-	}
-	s := fmt.Sprintf("%s: %d of %d cells passed (%s, CI95 %s)", verdict, t.Passed, rep.ExpectedCells, pct(t.PassRate), ci(t.CI95[0], t.CI95[1]))
+	counts := fmt.Sprintf("%d of %d cells passed (%s, CI95 %s)", t.Passed, rep.ExpectedCells, pct(t.PassRate), ci(t.CI95[0], t.CI95[1]))
 	var extra []string
 	if t.Failed > 0 {
 		extra = append(extra, plural(t.Failed, "failed", "failed"))
 	}
+	if rep.Verdict.Outcome == string(evals.OutcomeErrored) && len(rep.Verdict.Reasons) > 0 {
+		if len(extra) > 0 {
+			counts += ", " + strings.Join(extra, ", ")
+		}
+		return fmt.Sprintf("ERRORED: %s; %s", rep.Verdict.Reasons[0], counts)
+	}
+	tolerated := ""
+	if rep.Verdict.ErrorsTolerated {
+		tolerated = " (tolerated)"
+	}
 	if t.Errors > 0 {
-		extra = append(extra, plural(t.Errors, "errored", "errored"))
+		extra = append(extra, plural(t.Errors, "errored", "errored")+tolerated)
 	}
 	if n := rep.ExpectedCells - rep.ActualCells; n > 0 {
-		extra = append(extra, plural(n, "missing", "missing"))
+		extra = append(extra, plural(n, "missing", "missing")+tolerated)
 	}
+	verdict := "PASSED"
+	if !rep.Verdict.Passed {
+		verdict = "FAILED"
+	}
+	s := verdict + ": " + counts
 	if len(extra) > 0 {
 		s += "; " + strings.Join(extra, ", ")
 	}
 	return s
+}
+
+// moreReasons are the verdict's reasons the headline does not already give.
+func (rep *Report) moreReasons() []string {
+	if rep.Verdict.Outcome == string(evals.OutcomeErrored) && len(rep.Verdict.Reasons) > 0 {
+		return rep.Verdict.Reasons[1:]
+	}
+	return rep.Verdict.Reasons
 }
 
 // costUnknown reports whether any figure in the report has an unpriced part.

@@ -32,6 +32,7 @@ var htmlTemplate = template.Must(template.New("report.html.tmpl").Funcs(template
 type htmlPage struct {
 	R           *Report
 	Headline    string
+	MoreReasons []string
 	CSS         template.CSS
 	JS          template.JS
 	Profiles    []string
@@ -103,7 +104,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 	if err != nil {
 		return err
 	}
-	p := htmlPage{R: rep, Headline: rep.headline(), CSS: template.CSS(css), JS: template.JS(js), CostUnknown: rep.costUnknown(), CostNote: costFootnote}
+	p := htmlPage{R: rep, Headline: rep.headline(), MoreReasons: rep.moreReasons(), CSS: template.CSS(css), JS: template.JS(js), CostUnknown: rep.costUnknown(), CostNote: costFootnote}
 	var models []string
 	for _, g := range rep.Groups {
 		if !slices.Contains(models, g.Model) {

@@ -11,9 +11,13 @@ import (
 )
 
 // JUnit XML, in the shape CI systems (GitHub test reporters, GitLab,
-// Jenkins) read: one <testsuite> per model × profile and one <testcase> per
-// cell. A failed cell is a <failure>, an errored or missing cell an
-// <error>, since neither could be judged. No time attributes: wall time would
+// Jenkins) read: first a "verdict" <testsuite> whose one <testcase> is the
+// run's own verdict, headline included (a <failure> when the thresholds do
+// not hold, an <error> typed by the deciding cause when cells errored), so
+// a CI viewer shows why the run failed and not only which cells did; then
+// one <testsuite> per model × profile and one <testcase> per cell. A failed
+// cell is a <failure>, an errored or missing cell an <error> typed by its
+// cause, since neither could be judged. No time attributes: wall time would
 // make two replays of a suite differ.
 
 type junitSuites struct {
@@ -93,6 +97,8 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 		k := [2]string{m.Model, m.Profile}
 		missing[k] = append(missing[k], m)
 	}
+	doc.Suites = append(doc.Suites, rep.junitVerdict())
+	doc.Tests, doc.Failures, doc.Errors = 1, doc.Suites[0].Failures, doc.Suites[0].Errors
 	for _, g := range rep.Groups {
 		s := junitSuite{Name: g.Model + " × " + g.Profile}
 		s.Properties = append([]junitProperty{
@@ -115,6 +121,9 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 			tc.SystemOut = &junitText{cellSystemOut(c)}
 			if f, bad := failing[c.ID]; bad {
 				p := &junitProblem{Type: f.Status, Message: failureMessage(f), Text: failureText(f)}
+				if f.Cause != "" {
+					p.Type = f.Cause
+				}
 				if c.Status == "error" {
 					tc.Error = p
 					s.Errors++
@@ -128,7 +137,7 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 		for _, m := range missing[[2]string{g.Model, g.Profile}] {
 			s.Cases = append(s.Cases, junitCase{
 				Name: fmt.Sprintf("%s [epoch %d]", m.Case, m.Epoch), Classname: classname,
-				Error: &junitProblem{Type: "missing", Message: "no result: the cell did not run to completion", Text: "A missing cell counts as a failure."},
+				Error: &junitProblem{Type: string(evals.CauseMissing), Message: "no result: the cell did not run to completion", Text: "A missing cell cannot be judged."},
 			})
 			s.Errors++
 		}
@@ -148,6 +157,35 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// junitVerdict is the suite holding the run's verdict as one test case.
+func (rep *Report) junitVerdict() junitSuite {
+	s := junitSuite{Name: "verdict", Tests: 1, Properties: []junitProperty{{"outcome", rep.Verdict.Outcome}}}
+	for _, c := range rep.Verdict.Causes {
+		s.Properties = append(s.Properties, junitProperty{"errored." + string(c.Cause), strconv.Itoa(c.Cells)})
+	}
+	tc := junitCase{Name: "suite " + rep.Suite, Classname: "dageval.verdict", Properties: s.Properties}
+	text := rep.headline() + "\n"
+	for _, r := range rep.moreReasons() {
+		text += "- " + r + "\n"
+	}
+	switch {
+	case rep.Verdict.Outcome == string(evals.OutcomeErrored):
+		typ := string(evals.CauseUnknown)
+		if len(rep.Verdict.Causes) > 0 {
+			typ = string(rep.Verdict.Causes[0].Cause)
+		}
+		tc.Error = &junitProblem{Type: typ, Message: rep.headline(), Text: text}
+		s.Errors = 1
+	case !rep.Verdict.Passed:
+		tc.Failure = &junitProblem{Type: "thresholds", Message: rep.headline(), Text: text}
+		s.Failures = 1
+	default:
+		tc.SystemOut = &junitText{text}
+	}
+	s.Cases = []junitCase{tc}
+	return s
 }
 
 // junitClass makes a dotted class name, which CI viewers group by.

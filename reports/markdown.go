@@ -63,14 +63,17 @@ func mdCellName(k evals.CellKey) string {
 func (rep *Report) WriteMarkdown(w io.Writer) error {
 	ew := &errWriter{w: w}
 	icon := "✅"
-	if !rep.Verdict.Passed {
+	switch {
+	case rep.Verdict.Outcome == string(evals.OutcomeErrored):
+		icon = "⚠️"
+	case !rep.Verdict.Passed:
 		icon = "❌"
 	}
 	fmt.Fprintf(ew, "### %s dageval · %s\n\n", icon, md(rep.Suite))
 	fmt.Fprintf(ew, "**%s** (%s mode)\n", md(rep.headline()), md(rep.Mode))
-	if len(rep.Verdict.Reasons) > 0 {
+	if more := rep.moreReasons(); len(more) > 0 {
 		fmt.Fprintln(ew)
-		for _, r := range rep.Verdict.Reasons {
+		for _, r := range more {
 			fmt.Fprintf(ew, "- %s\n", md(r))
 		}
 	}

@@ -43,10 +43,19 @@ type Report struct {
 	Roles                []RoleTotals    `json:"roles"`
 }
 
-// RunVerdict is the run's own verdict (thresholds, or every cell passing).
+// RunVerdict is the run's own verdict: errored when cells could not be
+// judged (unless errors were tolerated), else its thresholds (or every
+// cell passing).
 type RunVerdict struct {
-	Passed  bool     `json:"passed"`
-	Reasons []string `json:"reasons"`
+	Passed bool `json:"passed"`
+	// Outcome is passed, failed or errored (evals.Outcome).
+	Outcome string `json:"outcome"`
+	// Causes counts the errored and missing cells by cause.
+	Causes []evals.CauseCount `json:"causes"`
+	// ErrorsTolerated: errored cells counted as failures instead of
+	// deciding the verdict.
+	ErrorsTolerated bool     `json:"errors_tolerated"`
+	Reasons         []string `json:"reasons"`
 }
 
 // Thresholds are the suite's thresholds; absent ones are null.
@@ -115,6 +124,10 @@ type Cell struct {
 	Steps     int      `json:"steps"`
 	ToolCalls []string `json:"tool_calls"`
 	Error     string   `json:"error"`
+	// Cause classifies an errored cell's error (evals.Cause); absent otherwise.
+	Cause string `json:"cause,omitempty"`
+	// Alias is the role of the cell's model in the suite, when it has one.
+	Alias string `json:"alias,omitempty"`
 }
 
 // Rubric is a cell's final rubric verdict.
@@ -180,6 +193,7 @@ type FailingCell struct {
 	Gaps         []Gap   `json:"gaps"`
 	FailedChecks Checks  `json:"failed_checks"`
 	Error        string  `json:"error"`
+	Cause        string  `json:"cause,omitempty"`
 }
 
 // Gap is a failed rubric criterion and what was missing.
@@ -192,13 +206,15 @@ type Gap struct {
 // markdown, JSON and JUnit renderers get their numbers from.
 func Build(r *Run) *Report {
 	s := r.Summary
+	s.FillOutcome(r.Results)
 	rep := &Report{
 		Schema:               ReportSchema,
 		ResultsSchemaVersion: s.SchemaVersion,
 		Suite:                s.Suite,
 		SuiteDigest:          s.SuiteDigest,
 		Mode:                 s.Mode,
-		Verdict:              RunVerdict{Passed: s.Passed, Reasons: nonNil(s.Reasons)},
+		Verdict: RunVerdict{Passed: s.Passed, Outcome: string(s.RunOutcome()), Causes: nonNil(s.Causes),
+			ErrorsTolerated: s.ErrorsTolerated, Reasons: nonNil(s.Reasons)},
 		ExpectedCells:        s.ExpectedCells,
 		ActualCells:          s.ActualCells,
 		Complete:             s.Complete,
@@ -259,7 +275,10 @@ func cellOf(c evals.CellResult) Cell {
 	rc := Cell{
 		CellKey: c.CellKey, ID: c.ID, Tags: nonNil(c.Tags), Status: string(c.Status), Score: c.Score,
 		Checks: append(Checks{}, c.Checks...), Tokens: tokensOf(c.Usage), CostUSD: c.CostUSD, CostKnown: c.CostKnown,
-		Steps: c.Steps, ToolCalls: nonNil(c.ToolCalls), Error: c.Error,
+		Steps: c.Steps, ToolCalls: nonNil(c.ToolCalls), Error: c.Error, Alias: c.Alias,
+	}
+	if c.Status == evals.StatusError {
+		rc.Cause = string(evals.CauseOfCell(c))
 	}
 	if ru := c.Rubric; ru != nil {
 		rc.Rubric = &Rubric{Result: ru.Result, Iterations: ru.Iterations, Explanation: ru.Explanation, Score: ru.Score, Criteria: append(Criteria{}, ru.Criteria...)}
@@ -268,7 +287,7 @@ func cellOf(c evals.CellResult) Cell {
 }
 
 func failingOf(c Cell) FailingCell {
-	f := FailingCell{CellKey: c.CellKey, ID: c.ID, Status: c.Status, Score: c.Score, Gaps: []Gap{}, FailedChecks: Checks{}, Error: c.Error}
+	f := FailingCell{CellKey: c.CellKey, ID: c.ID, Status: c.Status, Score: c.Score, Gaps: []Gap{}, FailedChecks: Checks{}, Error: c.Error, Cause: c.Cause}
 	if c.Rubric != nil {
 		f.RubricResult = c.Rubric.Result
 		for _, cr := range c.Rubric.Criteria {
@@ -315,6 +334,7 @@ func loadReport(path string, data []byte) (*Run, error) {
 	s.SchemaVersion, s.Suite, s.SuiteDigest, s.Mode = rep.ResultsSchemaVersion, rep.Suite, rep.SuiteDigest, rep.Mode
 	s.ExpectedCells, s.ActualCells, s.Complete = rep.ExpectedCells, rep.ActualCells, rep.Complete
 	s.Passed, s.Reasons = rep.Verdict.Passed, rep.Verdict.Reasons
+	s.Outcome, s.Causes, s.ErrorsTolerated = evals.Outcome(rep.Verdict.Outcome), rep.Verdict.Causes, rep.Verdict.ErrorsTolerated
 	if t := rep.Thresholds; t != nil {
 		s.Thresholds = &evals.Thresholds{PassRate: t.PassRate, MeanScore: t.MeanScore, PassHatK: t.PassHatK, MaxCostUSD: t.MaxCostUSD}
 	}
@@ -370,7 +390,7 @@ func cellBack(c Cell) evals.CellResult {
 	cr := evals.CellResult{
 		CellKey: evals.CellKey(c.CellKey), ID: c.ID, Tags: c.Tags, Status: evals.Status(c.Status), Score: c.Score,
 		Usage: roleUsageBack(c.Tokens), CostUSD: c.CostUSD, CostKnown: c.CostKnown, Steps: c.Steps,
-		ToolCalls: c.ToolCalls, Error: c.Error,
+		ToolCalls: c.ToolCalls, Error: c.Error, Cause: evals.Cause(c.Cause), Alias: c.Alias,
 	}
 	if c.Rubric != nil {
 		ro := &evals.RubricOutcome{Result: c.Rubric.Result, Iterations: c.Rubric.Iterations, Explanation: c.Rubric.Explanation, Score: c.Rubric.Score}

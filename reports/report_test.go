@@ -160,20 +160,27 @@ func TestJUnitShape(t *testing.T) {
 					Text    string `xml:",chardata"`
 				} `xml:"failure"`
 				Error *struct {
-					Type string `xml:"type,attr"`
+					Type    string `xml:"type,attr"`
+					Message string `xml:"message,attr"`
 				} `xml:"error"`
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
 	require.NoError(t, xml.Unmarshal([]byte(render(t, r, reports.FormatJUnit)), &doc))
 	tot := r.Summary.Totals
-	assert.Equal(t, r.Summary.ExpectedCells, doc.Tests)
+	assert.Equal(t, r.Summary.ExpectedCells+1, doc.Tests, "a test case per cell, and the verdict")
 	assert.Equal(t, tot.Failed, doc.Failures)
-	assert.Equal(t, tot.Errors+tot.Missing, doc.Errors)
-	require.Len(t, doc.Suites, 4)
-	assert.Equal(t, "anthropic:claude-sonnet-4-6 × terse", doc.Suites[1].Name)
+	assert.Equal(t, tot.Errors+tot.Missing+1, doc.Errors, "errored and missing cells, and the errored verdict")
+	require.Len(t, doc.Suites, 5)
+	verdict := doc.Suites[0]
+	assert.Equal(t, "verdict", verdict.Name)
+	require.Len(t, verdict.Cases, 1)
+	require.NotNil(t, verdict.Cases[0].Error, "the fixture has an errored and a missing cell")
+	assert.Equal(t, "replay_miss", verdict.Cases[0].Error.Type, "typed by the first cause")
+	assert.True(t, strings.HasPrefix(verdict.Cases[0].Error.Message, "ERRORED: 2 cells errored (1 replay miss, 1 missing result)"), verdict.Cases[0].Error.Message)
+	assert.Equal(t, "anthropic:claude-sonnet-4-6 × terse", doc.Suites[2].Name)
 	var found bool
-	for _, c := range doc.Suites[1].Cases {
+	for _, c := range doc.Suites[2].Cases {
 		if c.Name == "budget-report [epoch 1]" {
 			found = true
 			require.NotNil(t, c.Failure)
@@ -183,7 +190,7 @@ func TestJUnitShape(t *testing.T) {
 	}
 	assert.True(t, found)
 	var missing int
-	for _, c := range doc.Suites[3].Cases {
+	for _, c := range doc.Suites[4].Cases {
 		if c.Error != nil && c.Error.Type == "missing" {
 			missing++
 			assert.Equal(t, "todo-plan [epoch 3]", c.Name)

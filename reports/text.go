@@ -34,7 +34,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "dageval report: suite %s (%s mode)\n", rep.Suite, rep.Mode)
 	fmt.Fprintln(ew, rep.headline())
-	for _, r := range rep.Verdict.Reasons {
+	for _, r := range rep.moreReasons() {
 		fmt.Fprintf(ew, "  - %s\n", r)
 	}
 	fmt.Fprintln(ew)

@@ -22,13 +22,14 @@ const fixtureRun = "../../reports/testdata/run"
 func TestReportCommand(t *testing.T) {
 	code, out, errOut := runCLI(t, "report", fixtureRun)
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "FAILED: 49 of 60 cells passed")
+	assert.Contains(t, out, "ERRORED: 2 cells errored (1 replay miss, 1 missing result)")
+	assert.Contains(t, out, "49 of 60 cells passed")
 	assert.Contains(t, out, "| total ")
 
 	// Flags may follow the directory.
 	code, out, errOut = runCLI(t, "report", fixtureRun, "--format", "md")
 	require.Equal(t, 0, code, errOut)
-	assert.True(t, strings.HasPrefix(out, "### ❌ dageval · quickstart"))
+	assert.True(t, strings.HasPrefix(out, "### ⚠️ dageval · quickstart"))
 
 	code, out, errOut = runCLI(t, "report", "--format", "json", filepath.Join(fixtureRun, "summary.json"))
 	require.Equal(t, 0, code, errOut)

@@ -22,7 +22,7 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "run an eval suite and judge it",
-		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--format table,md,json,junit,html|none]",
+		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--format table,md,json,junit,html|none] [--tolerate-errors]",
 		help: `Runs an eval suite: every case with every model and profile, each epoch
 times (the cells of the matrix), through the assembled deep agent, with one
 cassette per cell. Each cell is judged by the case's rubric (graded by the
@@ -47,10 +47,19 @@ and the cell's error says so.
 --filter selects cells: terms field=glob or field!=glob separated by commas
 or spaces, fields case, model, profile, epoch, tag; a bare glob is a case.
 
-Exit status: 0 when the suite's thresholds hold (without thresholds: every
-cell passed), 1 when they do not, 2 when the suite is invalid or the run
-could not be carried out (a missing cassette in replay mode, an agent that
-does not assemble, an interrupted run).`,
+Every cell passes, fails (the agent's behaviour fell short) or errors (its
+evidence is missing or broken: a replay miss, an unreadable cassette, a
+provider error or stall, a grader error; results.jsonl names the cause).
+
+Exit status:
+  0  every cell was judged and the suite's thresholds hold (without
+     thresholds: every cell passed);
+  1  every cell was judged and the thresholds do not hold;
+  2  a cell errored or is missing, so the run cannot be judged (unless the
+     suite says errors: tolerate or --tolerate-errors is given, and then
+     errored cells count as failures), or the suite is invalid, or the run
+     could not be carried out (a missing cassette in replay mode, an agent
+     that does not assemble, an interrupted run).`,
 		run: runRun,
 	})
 }
@@ -64,6 +73,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	filter := fs.String("filter", "", "select cells, e.g. \"case=paris-* model=openai:*\"")
 	epochs := fs.Int("epochs", 0, "run every case this many times (default: the suite's epochs)")
 	format := fs.String("format", "table", "reports: table and md are printed, json, junit and html are written to --out as report.*; none prints nothing (comma-separated)")
+	tolerate := fs.Bool("tolerate-errors", false, "let errored cells count as failures instead of making the run errored (exit 2)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -80,9 +90,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	opts := evals.Options{
 		OutDir: *out, Concurrency: *conc, Filter: *filter, Epochs: *epochs,
-		Getenv:   e.getenv,
-		Progress: e.stderr,
-		Logger:   slog.New(newOnceHandler(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+		Getenv:         e.getenv,
+		Progress:       e.stderr,
+		TolerateErrors: *tolerate,
+		Logger:         slog.New(newOnceHandler(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if *mode != "" {
 		m, err := recorder.ParseMode(*mode)
@@ -122,10 +133,13 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		}
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
-	if !rr.Summary.Passed {
-		return failures("suite %s does not pass: %s", suite.Name, strings.Join(rr.Summary.Reasons, "; "))
+	switch rr.Summary.RunOutcome() {
+	case evals.OutcomePassed:
+		return nil
+	case evals.OutcomeErrored:
+		return &exitError{code: exitBad, msg: fmt.Sprintf("suite %s cannot be judged: %s", suite.Name, strings.Join(rr.Summary.Reasons, "; "))}
 	}
-	return nil
+	return failures("suite %s does not pass: %s", suite.Name, strings.Join(rr.Summary.Reasons, "; "))
 }
 
 // onceHandler logs each distinct message once: every cell assembles its
