@@ -221,3 +221,26 @@ func TestCellFileNamesMustNotCollide(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "suite.yaml:8:6: cases[2].id: cells a.b/openai:gpt-5/default/e1 and a-b/openai:gpt-5/default/e1 would share the file name a-b--openai-gpt-5--default--e1")
 }
+
+// The public Go API agrees with the CLI: Validate names a broken
+// cassette's file and line, and Suite.Run makes its cell errored with the
+// cause recorded, so the run is errored however low its thresholds are.
+func TestBrokenCassetteErrorsTheRun(t *testing.T) {
+	path := writeSuite(t, map[string]string{
+		"suite.yaml": "version: 1\nname: broken\nagent: {name: a}\nmodels: [openai:gpt-5]\nthresholds: {pass_rate: 0}\ncases: [{id: a, input: hi}]\n",
+		"cassettes/a--openai-gpt-5--default--e1.yaml": "---\nversion: 1\ninteractions: []\n",
+	})
+	s, err := evals.Load(path)
+	require.NoError(t, err)
+	err = s.Validate(t.Context(), evals.Options{Getenv: testEnv})
+	require.Error(t, err)
+	assert.Regexp(t, `a--openai-gpt-5--default--e1\.yaml:2: version 1 is a vcrpy cassette`, err.Error())
+
+	rr, err := s.Run(t.Context(), evals.Options{Getenv: testEnv})
+	require.NoError(t, err, "a broken cassette is the cell's error, not the run's")
+	require.Len(t, rr.Results, 1)
+	assert.Equal(t, evals.StatusError, rr.Results[0].Status)
+	assert.Equal(t, evals.CauseCassetteInvalid, rr.Results[0].Cause)
+	assert.Equal(t, evals.OutcomeErrored, rr.Summary.Outcome)
+	assert.False(t, rr.Summary.Passed)
+}

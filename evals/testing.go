@@ -21,11 +21,13 @@ import (
 // its cassettes; CI=true forces replay. A failing cell fails its subtest
 // with a report that starts at the case in the suite (or dataset) file —
 // "suite.yaml:12: case paris-weather: …" — with its rubric gaps and failed
-// checks, an errored cell with its error; with GateOnThresholds failing
-// cells are only reported and the test fails when the suite's verdict
-// does. `go test -run` selects cells by subtest name; the summary then
-// covers the cells that ran. Problems with the suite itself (invalid file,
-// missing cassettes) fail the test at once, all of them.
+// checks, an errored cell with its error and cause; with GateOnThresholds
+// failing cells are only reported and the test fails when the suite's
+// verdict does, which an errored cell always makes it unless
+// TolerateErrors is given. `go test -run` selects cells by subtest name;
+// the summary then covers the cells that ran. Problems with the suite
+// itself (invalid file, missing cassettes) fail the test at once, all of
+// them.
 //
 // The run's files (results.jsonl, summary.json, cells/) go to the
 // directory of WithOutDir, or else to <DAGEVAL_TEST_OUT or the system's
@@ -127,6 +129,9 @@ func WithRegistry(r *Registry) Option { return func(o *Options) { o.reg = r } }
 func describeFailure(c *Case, r CellResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: case %s: %s %s e%d: %s (score %.2f)", c.Source, r.Case, r.Model, r.Profile, r.Epoch, r.Status, r.Score)
+	if r.Cause != "" {
+		fmt.Fprintf(&b, "\n  cause: %s (%s)", r.Cause, r.Cause.Hint())
+	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "\n  error: %s", r.Error)
 	}
