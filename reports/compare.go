@@ -18,11 +18,65 @@ const (
 	DefaultAlpha     = 0.05
 	DefaultPower     = 0.8
 	DefaultResamples = 10000
+	// DefaultMinDrop is the smallest pass-rate drop the powered policy
+	// treats as material: one pass → fail flip among 20 pairs is not.
+	DefaultMinDrop = 0.05
+	DefaultPolicy  = PolicyPowered
 )
 
-// CompareOptions tunes Compare. The zero value means α = 0.05, no
-// tolerance, 80% power, seed 0 and 10 000 bootstrap resamples.
+// Policy is how compare turns its statistics into a gate decision. Every
+// policy fails a statistically supported regression beyond the tolerance;
+// they differ in what else fails and so in their error rates (see the
+// README's table, measured by TestPolicyErrorRates).
+type Policy string
+
+// The gate policies, from most to least permissive.
+const (
+	// PolicySignificant fails only a statistically supported regression
+	// (Holm-adjusted exact tests, interval beyond the tolerance). A drop
+	// the sample cannot tell from noise passes as "inconclusive". Its
+	// false-alarm rate is at most α; it misses most drops at 1 epoch.
+	PolicySignificant Policy = "significant"
+	// PolicyPowered also fails a drop in the overall pass rate larger than
+	// the margin (max of --tolerance and --min-drop) and of at least two
+	// net pass → fail pairs that the comparison was too small to tell from
+	// noise (its minimum detectable effect is larger than the drop). It
+	// reports the epochs that would decide. An underpowered comparison
+	// that shows a material drop is never a pass. Drops confined to one
+	// model × profile are left to the tests (and to strict): judged by
+	// point estimate on a fraction of the pairs, they would raise false
+	// alarms on flaky suites several times as often.
+	PolicyPowered Policy = "powered"
+	// PolicyStrict also fails any case that passed in every base epoch and
+	// fails in every head epoch, however few.
+	PolicyStrict Policy = "strict"
+)
+
+// Policies lists the policies in documentation order.
+var Policies = []Policy{PolicyPowered, PolicySignificant, PolicyStrict}
+
+// ParsePolicy reads a policy name; "" is the default.
+func ParsePolicy(s string) (Policy, error) {
+	if s == "" {
+		return DefaultPolicy, nil
+	}
+	for _, p := range Policies {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown policy %q (want powered, significant or strict)", s)
+}
+
+// CompareOptions tunes Compare. The zero value means the powered policy,
+// α = 0.05, no tolerance, a 5-point minimum drop, 80% power, seed 0 and
+// 10 000 bootstrap resamples.
 type CompareOptions struct {
+	// Policy decides the gate (DefaultPolicy when empty).
+	Policy Policy
+	// MinDrop is the powered and strict policies' margin: a pass-rate drop
+	// up to max(Tolerance, MinDrop) is not material (DefaultMinDrop when 0).
+	MinDrop float64
 	// Alpha is the family-wise significance level of the gate (two-sided).
 	Alpha float64
 	// Tolerance is the drop (0–1, in pass rate or mean score) the gate
@@ -40,6 +94,10 @@ type CompareOptions struct {
 	AgentDiff string
 }
 
+// margin is the largest pass-rate drop the powered policy lets pass
+// without evidence that it is noise.
+func (o CompareOptions) margin() float64 { return math.Max(o.Tolerance, o.MinDrop) }
+
 func (o CompareOptions) withDefaults() CompareOptions {
 	if o.Alpha <= 0 || o.Alpha >= 1 {
 		o.Alpha = DefaultAlpha
@@ -53,18 +111,26 @@ func (o CompareOptions) withDefaults() CompareOptions {
 	if o.Tolerance < 0 {
 		o.Tolerance = 0
 	}
+	if o.Policy == "" {
+		o.Policy = DefaultPolicy
+	}
+	if o.MinDrop <= 0 {
+		o.MinDrop = DefaultMinDrop
+	}
 	return o
 }
 
 // Outcome is compare's verdict.
 type Outcome string
 
-// Verdicts, from worst to best. Only OutcomeRegression fails the gate;
-// errored and incomplete runs cannot be judged and exit 2.
+// Verdicts, from worst to best. Regression, underpowered and new failures
+// fail the gate; errored and incomplete runs cannot be judged and exit 2.
 const (
 	OutcomeErrored         Outcome = "errored"          // a cell errored on either side: not a regression, not judgeable
 	OutcomeIncomplete      Outcome = "incomplete"       // cells missing on either side
 	OutcomeRegression      Outcome = "regression"       // statistically supported, beyond the tolerance
+	OutcomeUnderpowered    Outcome = "underpowered"     // powered, strict: a material drop the sample cannot tell from noise
+	OutcomeNewFailures     Outcome = "new_failures"     // strict: cases that passed every base epoch fail every head epoch
 	OutcomeWithinTolerance Outcome = "within_tolerance" // supported, but not beyond the tolerance
 	OutcomeInconclusive    Outcome = "inconclusive"     // something changed, but not beyond noise
 	OutcomeImprovement     Outcome = "improvement"      // statistically supported improvement, no regression
@@ -75,7 +141,7 @@ const (
 // when the runs cannot be judged, 0 otherwise.
 func (o Outcome) ExitCode() int {
 	switch o {
-	case OutcomeRegression:
+	case OutcomeRegression, OutcomeUnderpowered, OutcomeNewFailures:
 		return 1
 	case OutcomeErrored, OutcomeIncomplete:
 		return 2
@@ -115,7 +181,11 @@ type Comparison struct {
 	MissingInBase []evals.CellKey `json:"missing_in_base"`
 	MissingInHead []evals.CellKey `json:"missing_in_head"`
 	Errored       []ErroredCell   `json:"errored"`
-	Verdict       Verdict         `json:"verdict"`
+	// Underpowered lists the scopes whose drop the powered policy could
+	// not tell from noise (computed under every policy; only powered and
+	// strict fail on it).
+	Underpowered []Underpowered `json:"underpowered"`
+	Verdict      Verdict        `json:"verdict"`
 	AgentDiff     string          `json:"agent_diff"`
 }
 
@@ -133,6 +203,9 @@ type RunBrief struct {
 // Settings are the options a comparison ran with, recorded so that it can
 // be reproduced.
 type Settings struct {
+	Policy Policy `json:"policy"`
+	// MinDrop is the powered and strict policies' margin below the tolerance.
+	MinDrop   float64 `json:"min_drop"`
 	Alpha     float64 `json:"alpha"`
 	Tolerance float64 `json:"tolerance"`
 	Power     float64 `json:"power"`
@@ -259,7 +332,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	c := &Comparison{
 		Schema: CompareSchema, Suite: head.Summary.Suite, SuiteDigest: head.Summary.SuiteDigest,
 		Base: brief(base), Head: brief(head),
-		Options:   Settings{Alpha: opts.Alpha, Tolerance: opts.Tolerance, Power: opts.Power, Seed: opts.Seed, Resamples: opts.Resamples},
+		Options:   Settings{Policy: opts.Policy, MinDrop: opts.MinDrop, Alpha: opts.Alpha, Tolerance: opts.Tolerance, Power: opts.Power, Seed: opts.Seed, Resamples: opts.Resamples},
 		AgentDiff: opts.AgentDiff,
 		Groups:    []Effect{}, Tests: []Test{}, NewFailures: []CaseChange{}, NewPasses: []CaseChange{}, Flaky: []CaseChange{},
 		ScoreChanges: []CaseChange{}, MissingInBase: []evals.CellKey{}, MissingInHead: []evals.CellKey{}, Errored: []ErroredCell{},
@@ -368,6 +441,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 
 	c.caseChanges(judged)
 	c.mde(judged, opts, len(c.Tests))
+	c.powerChecks(judged, opts)
 	c.decide(opts)
 	return c, nil
 }
@@ -544,10 +618,19 @@ func (c *Comparison) caseChanges(ps []pair) {
 // test at the level Holm's first step uses, and what it would take to
 // detect the change observed when it was smaller.
 func (c *Comparison) mde(ps []pair, opts CompareOptions, tests int) {
+	target := math.Abs(c.Overall.PassDelta)
+	if target == 0 {
+		target = math.Max(opts.Tolerance, 0.05)
+	}
+	c.MDE = mdeOf(ps, c.Overall, target, opts, tests)
+}
+
+// mdeOf is the MDE of one scope's pairs (with its effect e), and what it
+// would take to detect a change of target.
+func mdeOf(ps []pair, e Effect, target float64, opts CompareOptions, tests int) MDE {
 	n := len(ps)
 	alpha := opts.Alpha / float64(max(tests, 1))
-	m := MDE{Pairs: n, Alpha: alpha, Power: opts.Power, NeedPairs: -1, NeedEpochs: -1}
-	e := c.Overall
+	m := MDE{Pairs: n, Alpha: alpha, Power: opts.Power, NeedPairs: -1, NeedEpochs: -1, Target: target}
 	psi := 0.0
 	if n > 0 {
 		psi = float64(e.Regressions+e.Improvements) / float64(n)
@@ -567,12 +650,8 @@ func (c *Comparison) mde(ps []pair, opts CompareOptions, tests int) {
 		v := meanDiffMDE(n, sd, alpha, opts.Power)
 		m.Score = &v
 	}
-	m.Target = math.Abs(e.PassDelta)
-	if m.Target == 0 {
-		m.Target = math.Max(opts.Tolerance, 0.05)
-	}
 	if n > 0 {
-		need := pairsNeeded(m.Target, math.Max(psi, m.Target), alpha, opts.Power, 10_000_000)
+		need := pairsNeeded(target, math.Max(psi, target), alpha, opts.Power, 10_000_000)
 		switch {
 		case need < 0:
 		case need <= n:
@@ -584,7 +663,48 @@ func (c *Comparison) mde(ps []pair, opts CompareOptions, tests int) {
 			m.NeedEpochs = int(math.Ceil(float64(need)/perEpoch)) - epochs
 		}
 	}
-	c.MDE = m
+	return m
+}
+
+// Underpowered is a scope (the overall pass rate) that fell by more than
+// the powered policy's margin while the comparison could not tell such a
+// drop from noise: its MDE is larger than the drop.
+type Underpowered struct {
+	// Scope is "overall".
+	Scope string `json:"scope"`
+	Pairs int    `json:"pairs"`
+	// Drop is the fall in pass rate (positive), Down and Up the pass → fail
+	// and fail → pass pairs behind it.
+	Drop float64 `json:"drop"`
+	Down int     `json:"down"`
+	Up   int     `json:"up"`
+	// MDE is the scope's minimum detectable effect; NeedEpochs how many
+	// more epochs per cell would detect a drop of this size (-1 when out
+	// of reach) and Epochs how many were run.
+	MDE        float64 `json:"mde"`
+	NeedEpochs int     `json:"need_epochs"`
+	Epochs     int     `json:"epochs"`
+}
+
+// powerChecks finds whether the overall pass rate dropped by more than the
+// margin while the comparison's MDE is larger than the drop.
+func (c *Comparison) powerChecks(judged []pair, opts CompareOptions) {
+	c.Underpowered = []Underpowered{}
+	check := func(scope string, ps []pair, e Effect) {
+		// A single net flip is never material: one discordant pair is as
+		// likely to go either way, so it is no evidence of a drop.
+		drop := -e.PassDelta
+		if drop <= opts.margin()+1e-12 || e.Regressions-e.Improvements < 2 {
+			return
+		}
+		m := mdeOf(ps, e, drop, opts, len(c.Tests))
+		if m.PassRate <= drop {
+			return // powered to see such a drop: the tests' verdict stands
+		}
+		c.Underpowered = append(c.Underpowered, Underpowered{Scope: scope, Pairs: e.Pairs, Drop: drop, Down: e.Regressions, Up: e.Improvements,
+			MDE: m.PassRate, NeedEpochs: m.NeedEpochs, Epochs: maxEpoch(ps)})
+	}
+	check("overall", judged, c.Overall)
 }
 
 func maxEpoch(ps []pair) int {
@@ -631,6 +751,16 @@ func (c *Comparison) decide(opts CompareOptions) {
 		if len(c.NewFailures) > 0 {
 			v.Reason += fmt.Sprintf("; %s", plural(len(c.NewFailures), "new failure", "new failures"))
 		}
+	case opts.Policy != PolicySignificant && len(c.Underpowered) > 0:
+		v.Outcome = OutcomeUnderpowered
+		v.Reason = c.underpoweredReason(opts)
+		for _, u := range c.Underpowered[1:] {
+			v.Details = append(v.Details, "also underpowered: "+describeUnderpowered(u, opts))
+		}
+	case opts.Policy == PolicyStrict && len(c.NewFailures) > 0:
+		v.Outcome = OutcomeNewFailures
+		v.Reason = fmt.Sprintf("strict policy: %s passed in every base epoch and fail in every head epoch: %s",
+			plural(len(c.NewFailures), "case", "cases"), c.newFailureNames(5))
 	case len(downWithin) > 0:
 		v.Outcome = OutcomeWithinTolerance
 		v.Reason = fmt.Sprintf("a drop is statistically supported but not beyond the tolerance of %s: %s", ppAbs(opts.Tolerance), describeTest(downWithin[0], opts))
@@ -650,6 +780,56 @@ func (c *Comparison) decide(opts CompareOptions) {
 }
 
 func ppAbs(x float64) string { return strings.TrimPrefix(ppDelta(x), "+") }
+
+// describeUnderpowered says what fell, by how much, and why the comparison
+// cannot call it noise.
+func describeUnderpowered(u Underpowered, opts CompareOptions) string {
+	s := fmt.Sprintf("%s pass rate fell %s (%d pass → fail, %d fail → pass in %d pairs), more than the %s margin, but %d pairs can only tell changes of %s or more from noise (%.0f%% power)",
+		u.Scope, ppAbs(u.Drop), u.Down, u.Up, u.Pairs, ppAbs(opts.margin()), u.Pairs, ppAbs(u.MDE), 100*opts.Power)
+	switch {
+	case u.NeedEpochs > 0:
+		s += fmt.Sprintf("; about %s per cell (--epochs %d) would decide", plural(u.NeedEpochs, "more epoch", "more epochs"), u.Epochs+u.NeedEpochs)
+	case u.NeedEpochs < 0:
+		s += "; more epochs alone cannot decide it at this discordance"
+	}
+	return s
+}
+
+// underpoweredReason is the verdict of the powered policy's failure: the
+// worst scope, the cases that newly fail, and how to decide.
+func (c *Comparison) underpoweredReason(opts CompareOptions) string {
+	s := "underpowered drop: " + describeUnderpowered(c.Underpowered[0], opts)
+	if len(c.NewFailures) > 0 {
+		s += fmt.Sprintf("; new failures: %s", c.newFailureNames(5))
+	}
+	return s + ". Run the epochs that decide, or choose --policy significant to accept an undecided drop"
+}
+
+// newFailureNames lists up to limit new failures as case · model · profile.
+func (c *Comparison) newFailureNames(limit int) string {
+	var names []string
+	for i, cc := range c.NewFailures {
+		if i == limit {
+			names = append(names, fmt.Sprintf("… and %d more", len(c.NewFailures)-i))
+			break
+		}
+		names = append(names, cc.Case+" · "+cc.Model+" · "+cc.Profile)
+	}
+	return strings.Join(names, ", ")
+}
+
+// showsDrop reports whether any scope's pass rate or the overall score fell.
+func (c *Comparison) showsDrop() bool {
+	if c.Overall.PassDelta < -1e-12 || c.Overall.ScoreDelta < -scoreEps {
+		return true
+	}
+	for _, g := range c.Groups {
+		if g.PassDelta < -1e-12 {
+			return true
+		}
+	}
+	return false
+}
 
 func describeTest(t Test, opts CompareOptions) string {
 	what := "pass rate " + ppDelta(t.Delta)

@@ -70,8 +70,8 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	fmt.Fprintf(ew, "\nGate tests (Holm-adjusted over %d, α = %s, tolerance %s; intervals: %d-resample cluster bootstrap, seed %d)\n",
-		len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
+	fmt.Fprintf(ew, "\nGate tests (policy %s; Holm-adjusted over %d, α = %s, tolerance %s; intervals: %d-resample cluster bootstrap, seed %d)\n",
+		c.Options.Policy, len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
 	t = newTable(ew, L, L, R, R, R, R, R, L)
 	t.Header("scope", "metric", "Δ", "CI", "down / up", "p", "p adjusted", "supported")
 	for _, x := range c.Tests {
@@ -190,17 +190,27 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 	section("Errored cells", "errors are not regressions; they make the comparison impossible to judge", items)
 }
 
+// icon marks the verdict in markdown. A comparison that passed although it
+// shows a drop (inconclusive, under the significant policy) gets a
+// question mark, never the green check: passing it was the policy's
+// choice, not evidence that nothing got worse.
+func (c *Comparison) icon() string {
+	switch {
+	case c.Verdict.ExitCode == 1:
+		return "❌"
+	case c.Verdict.ExitCode == 2:
+		return "⚠️"
+	case c.Verdict.Outcome == OutcomeInconclusive && c.showsDrop():
+		return "❔"
+	}
+	return "✅"
+}
+
 // WriteMarkdown writes the comparison as a pull-request comment, with the
 // assembled-agent diff when one was given.
 func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	ew := &errWriter{w: w}
-	icon := "✅"
-	switch c.Verdict.Outcome {
-	case OutcomeRegression:
-		icon = "❌"
-	case OutcomeErrored, OutcomeIncomplete:
-		icon = "⚠️"
-	}
+	icon := c.icon()
 	fmt.Fprintf(ew, "### %s dageval compare · %s: %s\n\n", icon, md(c.Suite), strings.ToLower(outcomeLabel(c.Verdict.Outcome)))
 	fmt.Fprintf(ew, "%s\n", md(c.Verdict.Reason))
 	if len(c.Verdict.Details) > 0 {
@@ -222,8 +232,8 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	mdTable(ew, "llrrrrrrrr", []string{"Model", "Profile", "Pairs", "Pass rate", "Δ", "CI", "pass→fail / fail→pass", "McNemar p", "Δ score", "Score CI"}, rows...)
 	fmt.Fprintf(ew, "\nMinimum detectable effect: %s.\n", md(c.mdeSentence()))
 
-	fmt.Fprintf(ew, "\n<details><summary>Gate tests</summary>\n\nHolm-adjusted over %d tests, α = %s, tolerance %s; intervals from a %d-resample cluster bootstrap (seed %d).\n\n",
-		len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
+	fmt.Fprintf(ew, "\n<details><summary>Gate tests</summary>\n\nPolicy %s; Holm-adjusted over %d tests, α = %s, tolerance %s; intervals from a %d-resample cluster bootstrap (seed %d).\n\n",
+		mdCode(string(c.Options.Policy)), len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
 	rows = rows[:0]
 	for _, x := range c.Tests {
 		d, ci := ppDelta(x.Delta), ciPP(x.CI)

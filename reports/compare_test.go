@@ -162,7 +162,7 @@ func TestCompareSmallChangeIsInconclusive(t *testing.T) {
 		}
 		return baseOutcome(k)
 	})
-	c := compare(t, base, head, reports.CompareOptions{Seed: 1})
+	c := compare(t, base, head, reports.CompareOptions{Seed: 1, Policy: reports.PolicySignificant})
 	assert.Equal(t, reports.OutcomeInconclusive, c.Verdict.Outcome)
 	assert.Equal(t, 0, c.Verdict.ExitCode)
 	assert.InDelta(t, -0.025, c.Overall.PassDelta, 1e-12)
@@ -174,6 +174,19 @@ func TestCompareSmallChangeIsInconclusive(t *testing.T) {
 	assert.Greater(t, c.MDE.NeedEpochs, 0)
 	// The three flips of one case in one group are a stable new failure.
 	require.Len(t, c.NewFailures, 1)
+	var md bytes.Buffer
+	require.NoError(t, c.WriteMarkdown(&md))
+	assert.True(t, strings.HasPrefix(md.String(), "### ❔ "), "a drop passed by policy is no green check:\n%s", md.String())
+
+	// The default policy judges the overall drop, 2.5 points, below its
+	// margin; the strict policy fails the stable new failure.
+	c = compare(t, base, head, reports.CompareOptions{Seed: 1})
+	assert.Equal(t, reports.OutcomeInconclusive, c.Verdict.Outcome)
+	assert.Empty(t, c.Underpowered)
+	c = compare(t, base, head, reports.CompareOptions{Seed: 1, Policy: reports.PolicyStrict})
+	assert.Equal(t, reports.OutcomeNewFailures, c.Verdict.Outcome)
+	assert.Equal(t, 1, c.Verdict.ExitCode)
+	assert.Contains(t, c.Verdict.Reason, "case-02 · anthropic:claude-sonnet-4-6 · baseline")
 }
 
 func TestCompareSeparatesFlakyCases(t *testing.T) {

@@ -114,10 +114,16 @@ func minDiscordant(alpha float64) int {
 // n = (z₁₋α/₂·√ψ + z_power·√(ψ−δ²))² / δ²). It never goes below the exact
 // test's floor minDiscordant(alpha)/n.
 func pairedBinaryMDE(n int, psi, alpha, power float64) float64 {
+	return pairedBinaryMDEFloor(n, psi, alpha, power, minDiscordant(alpha))
+}
+
+// pairedBinaryMDEFloor is pairedBinaryMDE with minDiscordant(alpha) given,
+// for callers that evaluate many sample sizes at one alpha.
+func pairedBinaryMDEFloor(n int, psi, alpha, power float64, kmin int) float64 {
 	if n <= 0 {
 		return 1
 	}
-	floor := math.Min(1, float64(minDiscordant(alpha))/float64(n))
+	floor := math.Min(1, float64(kmin)/float64(n))
 	if psi <= 0 {
 		return floor
 	}
@@ -146,13 +152,14 @@ func pairsNeeded(delta, psi, alpha, power float64, limit int) int {
 	if delta <= 0 {
 		return -1
 	}
-	if pairedBinaryMDE(limit, psi, alpha, power) > delta {
+	kmin := minDiscordant(alpha)
+	if pairedBinaryMDEFloor(limit, psi, alpha, power, kmin) > delta {
 		return -1
 	}
 	lo, hi := 1, limit
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if pairedBinaryMDE(mid, psi, alpha, power) <= delta {
+		if pairedBinaryMDEFloor(mid, psi, alpha, power, kmin) <= delta {
 			hi = mid
 		} else {
 			lo = mid + 1

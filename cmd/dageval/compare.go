@@ -14,8 +14,8 @@ import (
 func init() {
 	register(&command{
 		name:    "compare",
-		summary: "compare two runs of a suite and gate on a statistically supported regression",
-		usage:   "BASE HEAD [--format table|md|json] [-o FILE] [--alpha A] [--tolerance T] [--seed N]\n       [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC]",
+		summary: "compare two runs of a suite and gate on a regression under an explicit policy",
+		usage:   "BASE HEAD [--policy powered|significant|strict] [--format table|md|json] [-o FILE] [--alpha A] [--tolerance T] [--min-drop D] [--seed N]\n       [--pair BASE_MODEL=HEAD_MODEL]... [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC]",
 		help: `Compares two runs of the same suite (output directories of dageval run,
 their summary.json files, or JSON reports from dageval report --format json).
 Cells are paired by case, model, profile and epoch. The output lists new
@@ -29,14 +29,26 @@ score changes, and cells missing or errored on either side, with:
   - the minimum detectable effect at 80% power, and how many more rollouts
     it would take to detect a smaller observed change.
 
+--policy decides what fails the gate:
+  powered      (the default) a statistically supported regression, or a
+               drop in pass rate of more than max(--tolerance, --min-drop),
+               overall or in any model × profile, that the comparison is
+               too small to tell from noise; the reason gives the minimum
+               detectable effect and the epochs that would decide;
+  significant  only a statistically supported regression (a smaller sample
+               passes as "inconclusive");
+  strict       as powered, and any case that passed in every base epoch and
+               fails in every head epoch.
+
 Exit status:
-  1  a regression is statistically supported (Holm-adjusted p < --alpha)
-     and its interval lies wholly below −--tolerance;
+  1  the policy fails the gate: a regression (Holm-adjusted p < --alpha,
+     interval wholly below −--tolerance), an underpowered drop (powered,
+     strict), or new failures (strict);
   0  otherwise: unchanged, an improvement, a drop within the tolerance, or
-     "inconclusive" (a change within noise) — the reason says which;
+     "inconclusive" — the reason says which;
   2  the runs cannot be compared (different suites or schema versions,
-     unreadable files) or judged (a cell errored or is missing on either
-     side; errors are not regressions).
+     unpaired models, unreadable files) or judged (a cell errored or is
+     missing on either side; errors are not regressions).
 The reason is printed on standard error either way.
 
 --base-agent/--head-agent and --base-profile/--head-profile (as for
@@ -60,6 +72,8 @@ func (s *stringsFlag) Set(v string) error { *s = append(*s, v); return nil }
 func runCompare(ctx context.Context, e *env, args []string) error {
 	c := commands["compare"]
 	fs := newFlags(c, e)
+	policy := fs.String("policy", string(reports.DefaultPolicy), "gate policy: powered, significant or strict")
+	minDrop := fs.Float64("min-drop", reports.DefaultMinDrop, "powered and strict: the pass-rate drop, 0–1, below which an undecided drop passes")
 	format := fs.String("format", "table", "output format: table, md or json")
 	out := fs.String("o", "", "write the output to this file instead of standard output")
 	alpha := fs.Float64("alpha", reports.DefaultAlpha, "family-wise significance level of the gate")
@@ -92,7 +106,14 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	if *resamples < 100 {
 		return usageError("--resamples must be at least 100, got %d", *resamples)
 	}
-	opts := reports.CompareOptions{Alpha: *alpha, Tolerance: *tolerance, Seed: *seed, Resamples: *resamples}
+	pol, err := reports.ParsePolicy(*policy)
+	if err != nil {
+		return usageError("--policy: %v", err)
+	}
+	if !(*minDrop > 0 && *minDrop < 1) {
+		return usageError("--min-drop must be between 0 and 1, got %v", *minDrop)
+	}
+	opts := reports.CompareOptions{Policy: pol, MinDrop: *minDrop, Alpha: *alpha, Tolerance: *tolerance, Seed: *seed, Resamples: *resamples}
 	if *baseAgent != "" || *headAgent != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 {
 		if agentDiff == nil {
 			return usageError("--base-agent/--head-agent/--base-profile/--head-profile need the assembly pipeline, which this build of dageval lacks")
