@@ -186,7 +186,7 @@ type Comparison struct {
 	// strict fail on it).
 	Underpowered []Underpowered `json:"underpowered"`
 	Verdict      Verdict        `json:"verdict"`
-	AgentDiff     string          `json:"agent_diff"`
+	AgentDiff    string         `json:"agent_diff"`
 }
 
 // RunBrief describes one side of a comparison.
