@@ -68,7 +68,7 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 			r.log.Warn("evals: closing the agent's backend", "cell", cell.ID, "error", err)
 		}
 	}
-	res.CellKey, res.ID, res.Tags = cell.CellKey, cell.ID, cell.CaseDef.Tags
+	res.CellKey, res.ID, res.Tags, res.Alias = cell.CellKey, cell.ID, cell.CaseDef.Tags, cell.Alias
 	res.DurationMS = time.Since(start).Milliseconds()
 	detail.Result = res
 	return res, detail, res.Status == StatusError && ctx.Err() != nil

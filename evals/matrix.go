@@ -21,6 +21,8 @@ type Cell struct {
 	ProfileDef *Profile
 	// Cassette is the cell's cassette file.
 	Cassette string
+	// Alias is the role the suite gives the cell's model ("" for none).
+	Alias string
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
@@ -52,7 +54,7 @@ func (s *Suite) Cells(filter string, epochs int) ([]Cell, error) {
 			for _, p := range s.Profiles {
 				for e := 1; e <= n; e++ {
 					k := CellKey{Case: c.ID, Model: m, Profile: p.Name, Epoch: e}
-					if !f.match(k, c.Tags) {
+					if !f.match(k, s.Aliases[m], c.Tags) {
 						continue
 					}
 					id := CellID(k)
@@ -65,7 +67,7 @@ func (s *Suite) Cells(filter string, epochs int) ([]Cell, error) {
 					if cas == "" {
 						cas = filepath.Join(s.Cassettes, id+".yaml")
 					}
-					out = append(out, Cell{CellKey: k, ID: id, CaseDef: c, ProfileDef: p, Cassette: cas})
+					out = append(out, Cell{CellKey: k, ID: id, CaseDef: c, ProfileDef: p, Cassette: cas, Alias: s.Aliases[m]})
 				}
 			}
 		}
@@ -114,12 +116,15 @@ func parseFilter(expr string) (*filter, error) {
 	return f, nil
 }
 
-func (f *filter) match(k CellKey, tags []string) bool {
+func (f *filter) match(k CellKey, alias string, tags []string) bool {
 	values := func(field string) []string {
 		switch field {
 		case "case":
 			return []string{k.Case}
 		case "model":
+			if alias != "" {
+				return []string{k.Model, alias}
+			}
 			return []string{k.Model}
 		case "profile":
 			return []string{k.Profile}

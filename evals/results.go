@@ -123,6 +123,10 @@ type Summary struct {
 	// SuiteDigest fingerprints the suite's cases and matrix, so compare can
 	// refuse to pair runs of different suites.
 	SuiteDigest string `json:"suite_digest"`
+	// CasesDigest fingerprints the suite without its models: two runs with
+	// the same CasesDigest ask the same cases of (perhaps) other models,
+	// and compare pairs them when told how their models pair (--pair).
+	CasesDigest string `json:"cases_digest,omitempty"`
 	Mode        string `json:"mode"`
 	// ExpectedCells is the size of the matrix; ActualCells how many cells
 	// produced a result. A missing cell counts as a failure.

@@ -63,6 +63,11 @@ type Suite struct {
 	Agent     AgentSource
 	// Models are the model specs under test, in order.
 	Models []string
+	// Aliases maps a model spec to the role the suite gives it (models:
+	// [{model: openai:gpt-5, alias: primary}]). Runs record it with every
+	// cell and compare pairs cells by it, so a pull request that swaps the
+	// model behind an alias is compared case by case.
+	Aliases map[string]string
 	// Profiles are the harness profiles under test, in order; a suite
 	// without profiles has one, named "default", that changes nothing.
 	Profiles []*Profile
@@ -592,6 +597,8 @@ func (p *parser) models(raws []node) {
 		return
 	}
 	seen := map[string]bool{}
+	aliases := map[string]bool{}
+	p.s.Aliases = map[string]string{}
 	for i, rn := range raws {
 		at := fmt.Sprintf("models[%d]", i)
 		var spec string
@@ -599,26 +606,44 @@ func (p *parser) models(raws []node) {
 		case *ast.StringNode:
 			spec = n.Value
 		case ast.MapNode:
-			var d catalog.Declaration
-			if err := p.doc.DecodeNode(rn.n, &d); err != nil {
+			var m modelEntry
+			if err := p.doc.DecodeNode(rn.n, &m); err != nil {
 				p.fail(err)
 				p.broken["models"] = true
 				continue
 			}
+			d := m.Declaration
 			if d.Spec == "" {
 				p.fail(p.errAt(at, "a model entry needs a spec (provider:model)"))
 				p.broken["models"] = true
 				continue
 			}
-			if err := d.Validate(); err != nil {
-				p.fail(p.declarationErr(at, err))
-				p.broken["models"] = true
-				continue
+			if m.Alias != "" {
+				switch {
+				case !safeName.MatchString(m.Alias):
+					p.fail(p.errAt(at+".alias", "alias %q may only hold letters, digits, '.', '_' and '-'", m.Alias))
+					p.broken["models"] = true
+					continue
+				case aliases[m.Alias]:
+					p.fail(p.errAt(at+".alias", "alias %s is given to two models", m.Alias))
+					p.broken["models"] = true
+					continue
+				}
+				aliases[m.Alias] = true
+				p.s.Aliases[d.Spec] = m.Alias
+			}
+			// An entry that only gives an alias declares no model facts.
+			if m.Alias == "" || d.ContextWindow != 0 || d.MaxOutput != 0 || d.Prices != nil {
+				if err := d.Validate(); err != nil {
+					p.fail(p.declarationErr(at, err))
+					p.broken["models"] = true
+					continue
+				}
+				p.s.ModelInfo = append(p.s.ModelInfo, d)
 			}
 			spec = d.Spec
-			p.s.ModelInfo = append(p.s.ModelInfo, d)
 		default:
-			p.fail(p.errAt(at, "want a model spec (provider:model) or {spec, context_window, prices}, got %s", yamlx.Kind(rn.n)))
+			p.fail(p.errAt(at, "want a model spec (provider:model) or {spec, alias, context_window, prices}, got %s", yamlx.Kind(rn.n)))
 			p.broken["models"] = true
 			continue
 		}
@@ -638,6 +663,28 @@ func (p *parser) models(raws []node) {
 		seen[spec] = true
 		p.s.Models = append(p.s.Models, spec)
 	}
+	for _, m := range p.s.Models {
+		if aliases[m] && p.s.Aliases[m] != m {
+			p.fail(p.errAt("models", "%s is both a model and another model's alias", m))
+			p.broken["models"] = true
+		}
+	}
+}
+
+// modelEntry is a models entry written as a mapping: the model's facts
+// and the role (alias) it plays in the suite.
+type modelEntry struct {
+	catalog.Declaration `yaml:",inline"`
+	Alias               string `yaml:"alias"`
+}
+
+// Role is the name a model plays in the suite: its alias, or the model
+// spec itself when it has none. Compare pairs cells by role.
+func (s *Suite) Role(model string) string {
+	if a := s.Aliases[model]; a != "" {
+		return a
+	}
+	return model
 }
 
 // declarationErr positions a catalog.Declaration problem at its key.
@@ -953,15 +1000,16 @@ func (p *parser) caseFrom(rc *rawCase, at string, index int) (*Case, error) {
 		}
 		c.Epochs = *rc.Epochs
 	}
-	if !p.broken["models"] {
-		for j, m := range rc.Models {
-			if !slices.Contains(p.s.Models, m) {
-				return nil, p.errAt(fmt.Sprintf("%s[%d]", sub(at, "models"), j), "model %s is not one of the suite's models (%s)", m, strings.Join(p.s.Models, ", "))
+	for j, m := range rc.Models {
+		for spec, alias := range p.s.Aliases {
+			if alias == m {
+				m = spec // a case may name a model by its alias
 			}
 		}
-	}
-	if len(rc.Models) > 0 {
-		c.Models = slices.Clone(rc.Models)
+		if !p.broken["models"] && !slices.Contains(p.s.Models, m) {
+			return nil, p.errAt(fmt.Sprintf("%s[%d]", sub(at, "models"), j), "model %s is not one of the suite's models (%s)", m, strings.Join(p.s.Models, ", "))
+		}
+		c.Models = append(c.Models, m)
 	}
 	if rc.Cassette != "" {
 		cells := len(c.models(p.s)) * len(p.s.Profiles) * c.Epochs

@@ -42,6 +42,7 @@ func (s *Suite) summarize(cells []Cell, results []*CellResult, mode string, tole
 		SchemaVersion: SchemaVersion,
 		Suite:         s.Name,
 		SuiteDigest:   s.Digest(),
+		CasesDigest:   s.CasesDigest(),
 		Mode:          mode,
 		ExpectedCells: len(cells),
 		Groups:        []GroupSummary{},
@@ -211,11 +212,21 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-// Digest fingerprints what the suite asks (its name, models, profile names
-// and cases with their inputs, files, tools, rubrics and checks) but not
-// how it is run or which agent and profile contents answer it, so that runs
-// of a changed agent or profile still pair with a baseline.
-func (s *Suite) Digest() string {
+// Digest fingerprints what the suite asks (its name, the roles of its
+// models, profile names and cases with their inputs, files, tools, rubrics
+// and checks) but not how it is run or which agent and profile contents
+// answer it, so that runs of a changed agent or profile still pair with a
+// baseline. A model's role is its alias when it has one, so swapping the
+// model behind an alias keeps the digest; without aliases it is the model
+// spec, and the digest is what it always was.
+func (s *Suite) Digest() string { return s.digest(true) }
+
+// CasesDigest fingerprints the suite as Digest does but without its
+// models, so compare can pair two runs that differ only in their models
+// when it is told how they pair (compare --pair).
+func (s *Suite) CasesDigest() string { return s.digest(false) }
+
+func (s *Suite) digest(withModels bool) string {
 	type caseView struct {
 		ID     string                   `json:"id"`
 		Input  string                   `json:"input"`
@@ -226,22 +237,43 @@ func (s *Suite) Digest() string {
 		Tags   []string                 `json:"tags,omitempty"`
 		Models []string                 `json:"models,omitempty"`
 	}
-	view := struct {
+	type casesView struct {
 		Name     string                   `json:"name"`
-		Models   []string                 `json:"models"`
 		Profiles []string                 `json:"profiles"`
 		Tools    map[string]*ToolBehavior `json:"tools,omitempty"`
 		Cases    []caseView               `json:"cases"`
-	}{Name: s.Name, Models: s.Models, Tools: s.Tools}
+	}
+	roles := func(models []string) []string {
+		if models == nil || !withModels {
+			return nil
+		}
+		out := make([]string, len(models))
+		for i, m := range models {
+			out[i] = s.Role(m)
+		}
+		return out
+	}
+	cv := casesView{Name: s.Name, Tools: s.Tools}
 	for _, p := range s.Profiles {
-		view.Profiles = append(view.Profiles, p.Name)
+		cv.Profiles = append(cv.Profiles, p.Name)
 	}
 	for _, c := range s.Cases {
-		cv := caseView{ID: c.ID, Input: c.Input, Files: c.Files, Tools: c.Tools, Rubric: c.Rubric, Tags: c.Tags, Models: c.Models}
+		v := caseView{ID: c.ID, Input: c.Input, Files: c.Files, Tools: c.Tools, Rubric: c.Rubric, Tags: c.Tags, Models: roles(c.Models)}
 		for _, ch := range c.Checks {
-			cv.Checks = append(cv.Checks, checkView{Kind: ch.Kind(), Spec: ch})
+			v.Checks = append(v.Checks, checkView{Kind: ch.Kind(), Spec: ch})
 		}
-		view.Cases = append(view.Cases, cv)
+		cv.Cases = append(cv.Cases, v)
+	}
+	var view any = cv
+	if withModels {
+		// The field order of the digest before CasesDigest existed.
+		view = struct {
+			Name     string                   `json:"name"`
+			Models   []string                 `json:"models"`
+			Profiles []string                 `json:"profiles"`
+			Tools    map[string]*ToolBehavior `json:"tools,omitempty"`
+			Cases    []caseView               `json:"cases"`
+		}{cv.Name, roles(s.Models), cv.Profiles, cv.Tools, cv.Cases}
 	}
 	raw, err := json.Marshal(view)
 	if err != nil {

@@ -244,3 +244,41 @@ func TestBrokenCassetteErrorsTheRun(t *testing.T) {
 	assert.Equal(t, evals.OutcomeErrored, rr.Summary.Outcome)
 	assert.False(t, rr.Summary.Passed)
 }
+
+// A model's alias is its role: swapping the model behind an alias keeps
+// the suite digest, and the cases digest ignores models altogether.
+func TestAliasesKeepTheDigest(t *testing.T) {
+	parse := func(models string) *evals.Suite {
+		t.Helper()
+		s, err := evals.Parse("suite.yaml", []byte("version: 1\nname: a\nagent: {name: a}\nmodels: "+models+"\ncases: [{id: a, input: x, models: [primary]}]\n"))
+		require.NoError(t, err)
+		return s
+	}
+	gpt5 := parse("[{spec: openai:gpt-5, alias: primary}]")
+	mini := parse("[{spec: openai:gpt-5-mini, alias: primary}]")
+	assert.Equal(t, gpt5.Digest(), mini.Digest())
+	assert.Equal(t, "primary", gpt5.Role("openai:gpt-5"))
+	assert.Equal(t, []string{"openai:gpt-5"}, gpt5.Cases[0].Models, "a case names a model by its alias")
+	cells, err := mini.Cells("model=primary", 0)
+	require.NoError(t, err)
+	assert.Equal(t, "primary", cells[0].Alias)
+	assert.Equal(t, "a--openai-gpt-5-mini--default--e1", cells[0].ID, "cassettes stay per model")
+
+	plain, err := evals.Parse("suite.yaml", []byte("version: 1\nname: a\nagent: {name: a}\nmodels: [openai:gpt-5]\ncases: [{id: a, input: x}]\n"))
+	require.NoError(t, err)
+	swapped, err := evals.Parse("suite.yaml", []byte("version: 1\nname: a\nagent: {name: a}\nmodels: [openai:gpt-5-mini]\ncases: [{id: a, input: x}]\n"))
+	require.NoError(t, err)
+	assert.NotEqual(t, plain.Digest(), swapped.Digest(), "without aliases the models are part of the suite")
+	assert.Equal(t, plain.CasesDigest(), swapped.CasesDigest())
+
+	for _, tc := range []struct{ models, want string }{
+		{"[{spec: openai:gpt-5, alias: p}, {spec: openai:gpt-5-mini, alias: p}]", "suite.yaml:4:68: models[1].alias: alias p is given to two models"},
+		{"[{spec: openai:gpt-5, alias: 'a b'}]", "suite.yaml:4:31: models[0].alias: alias \"a b\" may only hold"},
+		{"[{alias: p}]", "suite.yaml:4:11: models[0]: a model entry needs a spec"},
+		{"[{spec: openai:gpt-5, alis: p}]", "suite.yaml:4:31: models[0].alis: unknown key \"alis\""},
+	} {
+		_, err := evals.Parse("suite.yaml", []byte("version: 1\nname: a\nagent: {name: a}\nmodels: "+tc.models+"\ncases: [{id: a, input: x}]\n"))
+		require.Error(t, err, tc.models)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+}

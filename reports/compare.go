@@ -92,6 +92,18 @@ type CompareOptions struct {
 	// AgentDiff, when set, is the `dageval assemble --diff` of the two
 	// configurations; the markdown shows it next to the behaviour change.
 	AgentDiff string
+	// Pairs says which head model is compared with which base model (by
+	// model spec or alias), for a change that swaps models. Models not
+	// named here pair by alias, then by spec.
+	Pairs []ModelPair
+}
+
+// ModelPair pairs a base model with the head model that takes its role.
+type ModelPair struct {
+	Base string `json:"base"`
+	Head string `json:"head"`
+	// Alias is the role both have in their suites, when they have one.
+	Alias string `json:"alias,omitempty"`
 }
 
 // margin is the largest pass-rate drop the powered policy lets pass
@@ -181,6 +193,9 @@ type Comparison struct {
 	MissingInBase []evals.CellKey `json:"missing_in_base"`
 	MissingInHead []evals.CellKey `json:"missing_in_head"`
 	Errored       []ErroredCell   `json:"errored"`
+	// Pairs lists the base models compared with a head model of another
+	// name (a model swap), in group order; empty when every model kept its name.
+	Pairs []ModelPair `json:"pairs,omitempty"`
 	// Underpowered lists the scopes whose drop the powered policy could
 	// not tell from noise (computed under every policy; only powered and
 	// strict fail on it).
@@ -215,8 +230,11 @@ type Settings struct {
 
 // Effect is the paired change over a set of pairs, head minus base.
 type Effect struct {
-	Model   string `json:"model"`
-	Profile string `json:"profile"`
+	Model string `json:"model"`
+	// HeadModel is the head's model when it differs from the base's (a
+	// model swap paired by alias or --pair).
+	HeadModel string `json:"head_model,omitempty"`
+	Profile   string `json:"profile"`
 	Pairs   int    `json:"pairs"`
 	// BothPass, BothFail, Regressions (pass → fail) and Improvements
 	// (fail → pass) count the pairs; the last two are McNemar's b and c.
@@ -282,8 +300,9 @@ type MDE struct {
 // CaseChange is how one case (under a model and profile) fared across its
 // paired epochs.
 type CaseChange struct {
-	Case       string  `json:"case"`
-	Model      string  `json:"model"`
+	Case      string `json:"case"`
+	Model     string `json:"model"`
+	HeadModel string `json:"head_model,omitempty"`
 	Profile    string  `json:"profile"`
 	Epochs     int     `json:"epochs"`
 	BasePassed int     `json:"base_passed"`
@@ -301,7 +320,19 @@ type CaseChange struct {
 type ErroredCell struct {
 	Side string `json:"side"`
 	evals.CellKey
-	Error string `json:"error"`
+	// HeadModel is the head's model, for a head cell of a swapped model.
+	HeadModel string `json:"head_model,omitempty"`
+	Error     string `json:"error"`
+}
+
+// sideKey is the cell's key on its own side: a head cell of a swapped
+// model under the head's model name.
+func (e ErroredCell) sideKey() evals.CellKey {
+	k := e.CellKey
+	if e.HeadModel != "" {
+		k.Model = e.HeadModel
+	}
+	return k
 }
 
 // Verdict is the gate's decision with its reason.
@@ -326,14 +357,19 @@ type pair struct {
 // errored or missing cells are reported in the Comparison's verdict.
 func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	opts = opts.withDefaults()
-	if err := compatible(base, head); err != nil {
+	pr, err := pairModels(base, head, opts.Pairs)
+	if err != nil {
 		return nil, err
 	}
+	if err := compatible(base, head, pr); err != nil {
+		return nil, err
+	}
+	head = pr.mapHead(head)
 	c := &Comparison{
 		Schema: CompareSchema, Suite: head.Summary.Suite, SuiteDigest: head.Summary.SuiteDigest,
 		Base: brief(base), Head: brief(head),
 		Options:   Settings{Policy: opts.Policy, MinDrop: opts.MinDrop, Alpha: opts.Alpha, Tolerance: opts.Tolerance, Power: opts.Power, Seed: opts.Seed, Resamples: opts.Resamples},
-		AgentDiff: opts.AgentDiff,
+		AgentDiff: opts.AgentDiff, Pairs: pr.swapped(base),
 		Groups:    []Effect{}, Tests: []Test{}, NewFailures: []CaseChange{}, NewPasses: []CaseChange{}, Flaky: []CaseChange{},
 		ScoreChanges: []CaseChange{}, MissingInBase: []evals.CellKey{}, MissingInHead: []evals.CellKey{}, Errored: []ErroredCell{},
 	}
@@ -377,7 +413,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 			bad = true
 		}
 		if p.head.Status == evals.StatusError {
-			c.Errored = append(c.Errored, ErroredCell{Side: "head", CellKey: p.key, Error: firstLine(p.head.Error)})
+			c.Errored = append(c.Errored, ErroredCell{Side: "head", CellKey: p.key, HeadModel: pr.headOf(p.key.Model), Error: firstLine(p.head.Error)})
 			bad = true
 		}
 		if !bad {
@@ -392,7 +428,11 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	}{{"base", base, bm, hm}, {"head", head, hm, bm}} {
 		for _, r := range side.run.sortedResults() {
 			if _, paired := side.peer[r.CellKey]; !paired && r.Status == evals.StatusError {
-				c.Errored = append(c.Errored, ErroredCell{Side: side.name, CellKey: r.CellKey, Error: firstLine(r.Error)})
+				e := ErroredCell{Side: side.name, CellKey: r.CellKey, Error: firstLine(r.Error)}
+				if side.name == "head" {
+					e.HeadModel = pr.headOf(r.Model)
+				}
+				c.Errored = append(c.Errored, e)
 			}
 		}
 	}
@@ -410,7 +450,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	c.Overall = effectOf(judged, opts, 0)
 	for i, g := range groupOrder {
 		e := effectOf(byGroup[g], opts, uint64(i+1))
-		e.Model, e.Profile = g[0], g[1]
+		e.Model, e.HeadModel, e.Profile = g[0], pr.headOf(g[0]), g[1]
 		c.Groups = append(c.Groups, e)
 	}
 
@@ -439,14 +479,17 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 		}
 	}
 
-	c.caseChanges(judged)
+	c.caseChanges(judged, pr)
 	c.mde(judged, opts, len(c.Tests))
 	c.powerChecks(judged, opts)
 	c.decide(opts)
 	return c, nil
 }
 
-func compatible(base, head *Run) error {
+// compatible says whether two runs ask the same of the same roles: the
+// same suite digest (cases, profiles and model roles), or, for a model
+// swap, the same cases digest with every model paired.
+func compatible(base, head *Run, pr *pairing) error {
 	var why []string
 	b, h := base.Summary, head.Summary
 	if b.SchemaVersion != h.SchemaVersion {
@@ -455,8 +498,12 @@ func compatible(base, head *Run) error {
 	if b.Suite != h.Suite {
 		why = append(why, fmt.Sprintf("different suites (base %q, head %q)", b.Suite, h.Suite))
 	}
-	if b.SuiteDigest != h.SuiteDigest {
+	sameCases := b.CasesDigest != "" && b.CasesDigest == h.CasesDigest
+	switch {
+	case b.SuiteDigest != h.SuiteDigest && !sameCases:
 		why = append(why, fmt.Sprintf("suite_digest differs (base %s, head %s): the cases or the matrix changed, so cells cannot be paired", orNone(b.SuiteDigest), orNone(h.SuiteDigest)))
+	case len(pr.unpairedBase)+len(pr.unpairedHead) > 0:
+		why = append(why, pr.unpairedReason())
 	}
 	for _, s := range []struct {
 		name string
@@ -470,6 +517,168 @@ func compatible(base, head *Run) error {
 		return &IncompatibleError{Reasons: why}
 	}
 	return nil
+}
+
+// pairing maps the head's models onto the base's.
+type pairing struct {
+	headToBase map[string]string
+	baseToHead map[string]string
+	alias      map[string]string // base model → the alias both share
+	// unpairedBase and unpairedHead are the models left without a
+	// counterpart, in group order.
+	unpairedBase, unpairedHead []string
+}
+
+// modelsOf lists a run's models in group order, then any only its cells
+// name, with the alias each carries.
+func modelsOf(r *Run) ([]string, map[string]string) {
+	var models []string
+	alias := map[string]string{}
+	add := func(m, a string) {
+		if !slices.Contains(models, m) {
+			models = append(models, m)
+		}
+		if a != "" && alias[m] == "" {
+			alias[m] = a
+		}
+	}
+	for _, g := range r.Summary.Groups {
+		add(g.Model, "")
+	}
+	for _, c := range r.Results {
+		add(c.Model, c.Alias)
+	}
+	for _, k := range r.Summary.Missing {
+		add(k.Model, "")
+	}
+	return models, alias
+}
+
+// pairModels pairs each head model with a base model: as opts.Pairs says,
+// then by alias, then by name.
+func pairModels(base, head *Run, explicit []ModelPair) (*pairing, error) {
+	bms, balias := modelsOf(base)
+	hms, halias := modelsOf(head)
+	pr := &pairing{headToBase: map[string]string{}, baseToHead: map[string]string{}, alias: map[string]string{}}
+	resolve := func(name string, models []string, alias map[string]string) string {
+		if slices.Contains(models, name) {
+			return name
+		}
+		for _, m := range models {
+			if alias[m] == name {
+				return m
+			}
+		}
+		return ""
+	}
+	link := func(b, h string) {
+		pr.headToBase[h], pr.baseToHead[b] = b, h
+		if a := balias[b]; a != "" && a == halias[h] {
+			pr.alias[b] = a
+		}
+	}
+	for _, p := range explicit {
+		b, h := resolve(p.Base, bms, balias), resolve(p.Head, hms, halias)
+		switch {
+		case b == "":
+			return nil, &IncompatibleError{Reasons: []string{fmt.Sprintf("--pair %s=%s: base has no model or alias %s (its models: %s)", p.Base, p.Head, p.Base, strings.Join(bms, ", "))}}
+		case h == "":
+			return nil, &IncompatibleError{Reasons: []string{fmt.Sprintf("--pair %s=%s: head has no model or alias %s (its models: %s)", p.Base, p.Head, p.Head, strings.Join(hms, ", "))}}
+		case pr.baseToHead[b] != "" || pr.headToBase[h] != "":
+			return nil, &IncompatibleError{Reasons: []string{fmt.Sprintf("--pair %s=%s: a model can be paired only once", p.Base, p.Head)}}
+		}
+		link(b, h)
+	}
+	for _, h := range hms {
+		if pr.headToBase[h] != "" || halias[h] == "" {
+			continue
+		}
+		for _, b := range bms {
+			if balias[b] == halias[h] && pr.baseToHead[b] == "" {
+				link(b, h)
+				break
+			}
+		}
+	}
+	for _, h := range hms {
+		if pr.headToBase[h] == "" && slices.Contains(bms, h) && pr.baseToHead[h] == "" {
+			link(h, h)
+		}
+	}
+	for _, b := range bms {
+		if pr.baseToHead[b] == "" {
+			pr.unpairedBase = append(pr.unpairedBase, b)
+		}
+	}
+	for _, h := range hms {
+		if pr.headToBase[h] == "" {
+			pr.unpairedHead = append(pr.unpairedHead, h)
+		}
+	}
+	return pr, nil
+}
+
+func (pr *pairing) unpairedReason() string {
+	s := "the models do not pair"
+	if len(pr.unpairedBase) > 0 {
+		s += fmt.Sprintf(": base has %s", strings.Join(pr.unpairedBase, ", "))
+	}
+	if len(pr.unpairedHead) > 0 {
+		s += fmt.Sprintf(", head has %s", strings.Join(pr.unpairedHead, ", "))
+	}
+	s += " without a counterpart"
+	if len(pr.unpairedBase) == 1 && len(pr.unpairedHead) == 1 {
+		s += fmt.Sprintf("; to compare them case by case, pass --pair %s=%s or give both the same alias in the suite (models: [{model: …, alias: …}])", pr.unpairedBase[0], pr.unpairedHead[0])
+	} else {
+		s += "; pair them with --pair BASE_MODEL=HEAD_MODEL or with aliases in the suite"
+	}
+	return s
+}
+
+// headOf is the head model paired with base model b, when its name differs.
+func (pr *pairing) headOf(b string) string {
+	if h := pr.baseToHead[b]; h != b {
+		return h
+	}
+	return ""
+}
+
+// swapped lists the pairs whose models differ, in the base's group order.
+func (pr *pairing) swapped(base *Run) []ModelPair {
+	bms, _ := modelsOf(base)
+	var out []ModelPair
+	for _, b := range bms {
+		if h := pr.headOf(b); h != "" {
+			out = append(out, ModelPair{Base: b, Head: h, Alias: pr.alias[b]})
+		}
+	}
+	return out
+}
+
+// mapHead renames the head's models to the base models they pair with, so
+// that cells pair by key; the run itself is left as it is.
+func (pr *pairing) mapHead(head *Run) *Run {
+	identity := true
+	for h, b := range pr.headToBase {
+		identity = identity && h == b
+	}
+	if identity {
+		return head
+	}
+	m := *head
+	m.Summary.Groups = slices.Clone(head.Summary.Groups)
+	for i := range m.Summary.Groups {
+		m.Summary.Groups[i].Model = pr.headToBase[m.Summary.Groups[i].Model]
+	}
+	m.Summary.Missing = slices.Clone(head.Summary.Missing)
+	for i := range m.Summary.Missing {
+		m.Summary.Missing[i].Model = pr.headToBase[m.Summary.Missing[i].Model]
+	}
+	m.Results = slices.Clone(head.Results)
+	for i := range m.Results {
+		m.Results[i].Model = pr.headToBase[m.Results[i].Model]
+	}
+	return &m
 }
 
 func orNone(s string) string {
@@ -575,14 +784,14 @@ func testOf(scope, metric string, delta float64, ci [2]float64, down, up int) Te
 // epochs: a stable flip is a new failure or pass; a case that passes some
 // epochs and fails others on either side is flaky and listed apart, since
 // its flips are as likely noise as change.
-func (c *Comparison) caseChanges(ps []pair) {
+func (c *Comparison) caseChanges(ps []pair, pr *pairing) {
 	var order []pairKey
 	agg := map[pairKey]*CaseChange{}
 	for _, p := range ps {
 		k := pairKey{p.key.Model, p.key.Profile, p.key.Case}
 		cc, ok := agg[k]
 		if !ok {
-			cc = &CaseChange{Case: p.key.Case, Model: p.key.Model, Profile: p.key.Profile}
+			cc = &CaseChange{Case: p.key.Case, Model: p.key.Model, HeadModel: pr.headOf(p.key.Model), Profile: p.key.Profile}
 			agg[k] = cc
 			order = append(order, k)
 		}
@@ -738,7 +947,7 @@ func (c *Comparison) decide(opts CompareOptions) {
 		v.Outcome = OutcomeErrored
 		names := make([]string, 0, len(c.Errored))
 		for _, e := range c.Errored {
-			names = append(names, e.Side+" "+cellName(e.CellKey))
+			names = append(names, e.Side+" "+cellName(e.sideKey()))
 		}
 		v.Reason = fmt.Sprintf("%s errored, so the runs cannot be judged (errors are not regressions; fix or re-run them): %s",
 			plural(len(c.Errored), "cell", "cells"), strings.Join(names, "; "))
@@ -770,8 +979,8 @@ func (c *Comparison) decide(opts CompareOptions) {
 	case c.Overall.Regressions+c.Overall.Improvements+c.Overall.ScoreDown+c.Overall.ScoreUp > 0:
 		v.Outcome = OutcomeInconclusive
 		e := c.Overall
-		v.Reason = fmt.Sprintf("inconclusive: %d pairs went pass → fail and %d fail → pass (pass rate %s, score %s), which is within noise; %s",
-			e.Regressions, e.Improvements, ppDelta(e.PassDelta), signed(e.ScoreDelta), c.mdeSentence())
+		v.Reason = fmt.Sprintf("inconclusive: %s went pass → fail and %d fail → pass (pass rate %s, score %s), which is within noise; %s",
+			plural(e.Regressions, "pair", "pairs"), e.Improvements, ppDelta(e.PassDelta), signed(e.ScoreDelta), c.mdeSentence())
 	default:
 		v.Outcome = OutcomeUnchanged
 		v.Reason = fmt.Sprintf("unchanged: all %d pairs have the same outcome and score; %s", c.Overall.Pairs, c.mdeSentence())
@@ -813,7 +1022,7 @@ func (c *Comparison) newFailureNames(limit int) string {
 			names = append(names, fmt.Sprintf("… and %d more", len(c.NewFailures)-i))
 			break
 		}
-		names = append(names, cc.Case+" · "+cc.Model+" · "+cc.Profile)
+		names = append(names, cc.Case+" · "+modelName(cc.Model, cc.HeadModel)+" · "+cc.Profile)
 	}
 	return strings.Join(names, ", ")
 }

@@ -37,6 +37,31 @@ func ciScore(ci [2]float64) string { return signed(ci[0]) + " to " + signed(ci[1
 
 func passFrac(k, n int) string { return fmt.Sprintf("%d/%d", k, n) }
 
+// modelName is a base model, with the head model it was paired with when
+// the change swapped it.
+func modelName(base, head string) string {
+	if head == "" {
+		return base
+	}
+	return base + " → " + head
+}
+
+// pairsLine says which models were compared across a swap, or "".
+func (c *Comparison) pairsLine() string {
+	if len(c.Pairs) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, p := range c.Pairs {
+		s := p.Base + " → " + p.Head
+		if p.Alias != "" {
+			s += " (alias " + p.Alias + ")"
+		}
+		parts = append(parts, s)
+	}
+	return "Models paired by role: " + strings.Join(parts, "; ")
+}
+
 func (c *Comparison) sides() string {
 	return fmt.Sprintf("base %s mode, %d of %d cells; head %s mode, %d of %d cells",
 		c.Base.Mode, c.Base.ActualCells, c.Base.ExpectedCells, c.Head.Mode, c.Head.ActualCells, c.Head.ExpectedCells)
@@ -47,6 +72,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "dageval compare: suite %s (%s)\n", c.Suite, c.sides())
 	fmt.Fprintf(ew, "%s (exit %d)\n", c.Verdict.Reason, c.Verdict.ExitCode)
+	if l := c.pairsLine(); l != "" {
+		fmt.Fprintln(ew, l)
+	}
 	if len(c.Verdict.Details) > 0 {
 		fmt.Fprintln(ew, "Supported changes:")
 	}
@@ -62,7 +90,7 @@ func (c *Comparison) WriteText(w io.Writer) error {
 			strconv.Itoa(e.Regressions), strconv.Itoa(e.Improvements), pvalue(e.McNemarP), signed(e.ScoreDelta), ciScore(e.ScoreCI)}
 	}
 	for _, e := range c.Groups {
-		if err := t.Append(row(e, e.Model, e.Profile)); err != nil {
+		if err := t.Append(row(e, modelName(e.Model, e.HeadModel), e.Profile)); err != nil {
 			return err
 		}
 	}
@@ -101,9 +129,9 @@ func (c *Comparison) WriteText(w io.Writer) error {
 func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 	name := func(cc CaseChange) string {
 		if markdown {
-			return fmt.Sprintf("**%s** · %s · %s", md(cc.Case), mdCode(cc.Model), md(cc.Profile))
+			return fmt.Sprintf("**%s** · %s · %s", md(cc.Case), mdCode(modelName(cc.Model, cc.HeadModel)), md(cc.Profile))
 		}
-		return fmt.Sprintf("%s · %s · %s", cc.Case, cc.Model, cc.Profile)
+		return fmt.Sprintf("%s · %s · %s", cc.Case, modelName(cc.Model, cc.HeadModel), cc.Profile)
 	}
 	change := func(cc CaseChange) string {
 		return fmt.Sprintf("%s %s → %s passed, score %s → %s", name(cc), passFrac(cc.BasePassed, cc.Epochs), passFrac(cc.HeadPassed, cc.Epochs), score(cc.BaseScore), score(cc.HeadScore))
@@ -182,9 +210,9 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 	items = nil
 	for _, e := range c.Errored {
 		if markdown {
-			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, mdCellName(e.CellKey), mdCode(e.Error)))
+			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, mdCellName(e.sideKey()), mdCode(e.Error)))
 		} else {
-			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, cellName(e.CellKey), e.Error))
+			items = append(items, fmt.Sprintf("%s %s: %s", e.Side, cellName(e.sideKey()), e.Error))
 		}
 	}
 	section("Errored cells", "errors are not regressions; they make the comparison impossible to judge", items)
@@ -219,6 +247,9 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	for _, d := range c.Verdict.Details {
 		fmt.Fprintf(ew, "- %s\n", md(d))
 	}
+	if l := c.pairsLine(); l != "" {
+		fmt.Fprintf(ew, "\n%s.\n", md(l))
+	}
 	fmt.Fprintf(ew, "\n%s. Gate: exit %d.\n\n", md(c.sides()), c.Verdict.ExitCode)
 	var rows [][]string
 	row := func(e Effect, m, p string) []string {
@@ -226,7 +257,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 			fmt.Sprintf("%d / %d", e.Regressions, e.Improvements), pvalue(e.McNemarP), signed(e.ScoreDelta), ciScore(e.ScoreCI)}
 	}
 	for _, e := range c.Groups {
-		rows = append(rows, row(e, mdCode(e.Model), md(e.Profile)))
+		rows = append(rows, row(e, mdCode(modelName(e.Model, e.HeadModel)), md(e.Profile)))
 	}
 	rows = append(rows, row(c.Overall, "**overall**", ""))
 	mdTable(ew, "llrrrrrrrr", []string{"Model", "Profile", "Pairs", "Pass rate", "Δ", "CI", "pass→fail / fail→pass", "McNemar p", "Δ score", "Score CI"}, rows...)

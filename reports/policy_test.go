@@ -267,3 +267,45 @@ func TestPolicyErrorRates(t *testing.T) {
 	}
 	assert.Equal(t, len(reports.Policies)*len(simDesigns), found, "the README has a row per policy and suite; the measured table is:\n%s", b.String())
 }
+
+// Pairing by role: a swapped model pairs by --pair (or alias) when the
+// cases are the same, and the comparison names both models.
+func TestComparePairsSwappedModels(t *testing.T) {
+	all := func(int, string, int) bool { return true }
+	base := modelRun(twoModels, 3, 1, all)
+	base.Summary.CasesDigest = "sha256:cases"
+	head := modelRun([]string{"openai:gpt-5-mini", twoModels[1]}, 3, 1, func(c int, m string, _ int) bool { return !(c == 1 && m == "openai:gpt-5-mini") })
+	head.Summary.SuiteDigest, head.Summary.CasesDigest = "sha256:other", "sha256:cases"
+
+	_, err := reports.Compare(base, head, reports.CompareOptions{})
+	var ie *reports.IncompatibleError
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, err.Error(), "pass --pair openai:gpt-5=openai:gpt-5-mini")
+
+	c := compare(t, base, head, reports.CompareOptions{Pairs: []reports.ModelPair{{Base: "openai:gpt-5", Head: "openai:gpt-5-mini"}}})
+	assert.Equal(t, []reports.ModelPair{{Base: "openai:gpt-5", Head: "openai:gpt-5-mini"}}, c.Pairs)
+	require.Len(t, c.Groups, 2)
+	assert.Equal(t, "openai:gpt-5-mini", c.Groups[0].HeadModel)
+	assert.Empty(t, c.Groups[1].HeadModel)
+	require.Len(t, c.NewFailures, 1)
+	assert.Equal(t, "openai:gpt-5-mini", c.NewFailures[0].HeadModel)
+
+	for _, tc := range []struct {
+		pairs []reports.ModelPair
+		want  string
+	}{
+		{[]reports.ModelPair{{Base: "openai:gpt-4", Head: "openai:gpt-5-mini"}}, "--pair openai:gpt-4=openai:gpt-5-mini: base has no model or alias openai:gpt-4"},
+		{[]reports.ModelPair{{Base: "openai:gpt-5", Head: "openai:o3"}}, "head has no model or alias openai:o3"},
+		{[]reports.ModelPair{{Base: "openai:gpt-5", Head: "openai:gpt-5-mini"}, {Base: "openai:gpt-5", Head: twoModels[1]}}, "a model can be paired only once"},
+	} {
+		_, err := reports.Compare(base, head, reports.CompareOptions{Pairs: tc.pairs})
+		require.ErrorAs(t, err, &ie)
+		assert.Contains(t, err.Error(), tc.want)
+	}
+
+	// Different cases are refused whatever the pairing.
+	head.Summary.CasesDigest = "sha256:changed"
+	_, err = reports.Compare(base, head, reports.CompareOptions{Pairs: []reports.ModelPair{{Base: "openai:gpt-5", Head: "openai:gpt-5-mini"}}})
+	require.ErrorAs(t, err, &ie)
+	assert.Contains(t, err.Error(), "suite_digest differs")
+}

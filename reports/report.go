@@ -28,6 +28,7 @@ type Report struct {
 	ResultsSchemaVersion int             `json:"results_schema_version"`
 	Suite                string          `json:"suite"`
 	SuiteDigest          string          `json:"suite_digest"`
+	CasesDigest          string          `json:"cases_digest,omitempty"`
 	Mode                 string          `json:"mode"`
 	Verdict              RunVerdict      `json:"verdict"`
 	ExpectedCells        int             `json:"expected_cells"`
@@ -212,6 +213,7 @@ func Build(r *Run) *Report {
 		ResultsSchemaVersion: s.SchemaVersion,
 		Suite:                s.Suite,
 		SuiteDigest:          s.SuiteDigest,
+		CasesDigest:          s.CasesDigest,
 		Mode:                 s.Mode,
 		Verdict: RunVerdict{Passed: s.Passed, Outcome: string(s.RunOutcome()), Causes: nonNil(s.Causes),
 			ErrorsTolerated: s.ErrorsTolerated, Reasons: nonNil(s.Reasons)},
@@ -331,7 +333,7 @@ func loadReport(path string, data []byte) (*Run, error) {
 	}
 	r := &Run{Source: path, HasResults: true, Details: map[string]*evals.CellDetail{}}
 	s := &r.Summary
-	s.SchemaVersion, s.Suite, s.SuiteDigest, s.Mode = rep.ResultsSchemaVersion, rep.Suite, rep.SuiteDigest, rep.Mode
+	s.SchemaVersion, s.Suite, s.SuiteDigest, s.CasesDigest, s.Mode = rep.ResultsSchemaVersion, rep.Suite, rep.SuiteDigest, rep.CasesDigest, rep.Mode
 	s.ExpectedCells, s.ActualCells, s.Complete = rep.ExpectedCells, rep.ActualCells, rep.Complete
 	s.Passed, s.Reasons = rep.Verdict.Passed, rep.Verdict.Reasons
 	s.Outcome, s.Causes, s.ErrorsTolerated = evals.Outcome(rep.Verdict.Outcome), rep.Verdict.Causes, rep.Verdict.ErrorsTolerated

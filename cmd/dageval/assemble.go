@@ -14,7 +14,7 @@ func init() {
 	register(&command{
 		name:    "assemble",
 		summary: "print an assembled agent, or diff two configurations",
-		usage:   "[--agent FILE] [--model SPEC] [--profile FILE]... [--format text|json]\n       dageval assemble --diff [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC]",
+		usage:   "[--agent FILE] [--model SPEC] [--profile FILE]... [--format text|json]\n       dageval assemble --diff [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC | --base-model SPEC --head-model SPEC]",
 		help: `Assembles a deep agent the way create_deep_agent does and prints what the
 model will see on its first call, for the main agent and every subagent:
 middleware in order, tools (name, description, JSON Schema), the system
@@ -30,7 +30,8 @@ Assembling never calls a model and needs no API key or network.
 
 With --diff, prints a unified diff of two assemblies (base and head), stack
 by stack. A side given no agent file uses the default agent; --model
-applies to both. Exit status: 0 identical, 1 different, 2 on errors (an
+applies to both, --base-model and --head-model to one side each (a model
+swap). Exit status: 0 identical, 1 different, 2 on errors (an
 invalid profile, an exclusion of required scaffolding, an exclusion that
 matches no middleware, a bad agent file).`,
 		run: runAssemble,
@@ -56,6 +57,8 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 	headAgent := fs.String("head-agent", "", "with --diff: the head agent file")
 	fs.Var(&baseProfiles, "base-profile", "with --diff: base profile file (repeatable)")
 	fs.Var(&headProfiles, "head-profile", "with --diff: head profile file (repeatable)")
+	baseModel := fs.String("base-model", "", "with --diff: the base side's model spec")
+	headModel := fs.String("head-model", "", "with --diff: the head side's model spec")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -66,7 +69,7 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 		return usageError("--format must be text or json, got %q", *format)
 	}
 	if !*diff {
-		if *baseAgent != "" || *headAgent != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 {
+		if *baseAgent != "" || *headAgent != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 || *baseModel != "" || *headModel != "" {
 			return usageError("--base-* and --head-* flags need --diff")
 		}
 		as, err := describe(ctx, *agentFile, *model, profiles)
@@ -87,11 +90,18 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 	if *agentFile != "" || len(profiles) > 0 {
 		return usageError("with --diff use --base-agent/--head-agent and --base-profile/--head-profile")
 	}
-	base, err := describe(ctx, *baseAgent, *model, baseProfiles)
+	if *model != "" && (*baseModel != "" || *headModel != "") {
+		return usageError("give --model, or --base-model and --head-model, not both")
+	}
+	bm, hm := *baseModel, *headModel
+	if *model != "" {
+		bm, hm = *model, *model
+	}
+	base, err := describe(ctx, *baseAgent, bm, baseProfiles)
 	if err != nil {
 		return fmt.Errorf("base: %w", err)
 	}
-	head, err := describe(ctx, *headAgent, *model, headProfiles)
+	head, err := describe(ctx, *headAgent, hm, headProfiles)
 	if err != nil {
 		return fmt.Errorf("head: %w", err)
 	}
@@ -144,12 +154,12 @@ func describe(ctx context.Context, agentFile, model string, profileFiles []strin
 func init() {
 	// compare --base-agent/--head-agent shows the assembled agents' diff
 	// beside the behavioural change.
-	agentDiff = func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, model string) (string, error) {
-		base, err := describe(ctx, baseAgent, model, baseProfiles)
+	agentDiff = func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, baseModel, headModel string) (string, error) {
+		base, err := describe(ctx, baseAgent, baseModel, baseProfiles)
 		if err != nil {
 			return "", fmt.Errorf("base: %w", err)
 		}
-		head, err := describe(ctx, headAgent, model, headProfiles)
+		head, err := describe(ctx, headAgent, headModel, headProfiles)
 		if err != nil {
 			return "", fmt.Errorf("head: %w", err)
 		}

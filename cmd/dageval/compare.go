@@ -15,10 +15,15 @@ func init() {
 	register(&command{
 		name:    "compare",
 		summary: "compare two runs of a suite and gate on a regression under an explicit policy",
-		usage:   "BASE HEAD [--policy powered|significant|strict] [--format table|md|json] [-o FILE] [--alpha A] [--tolerance T] [--min-drop D] [--seed N]\n       [--pair BASE_MODEL=HEAD_MODEL]... [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC]",
+		usage:   "BASE HEAD [--policy powered|significant|strict] [--format table|md|json] [-o FILE] [--alpha A] [--tolerance T] [--min-drop D] [--seed N]\n       [--pair BASE_MODEL=HEAD_MODEL]... [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]...\n       [--model SPEC | --base-model SPEC --head-model SPEC]",
 		help: `Compares two runs of the same suite (output directories of dageval run,
 their summary.json files, or JSON reports from dageval report --format json).
-Cells are paired by case, model, profile and epoch. The output lists new
+Cells are paired by case, model, profile and epoch, where a model is
+known by its role: its alias in the suite (models: [{model: openai:gpt-5,
+alias: primary}]) when it has one, else its spec. A change that swaps a
+model is compared case by case when both models have the same alias, or
+with --pair BASE_MODEL=HEAD_MODEL (repeatable; specs or aliases); the
+runs must still ask the same cases (their cases_digest). The output lists new
 failures and passes, flaky cases (some epochs pass, some fail; listed apart),
 score changes, and cells missing or errored on either side, with:
 
@@ -53,15 +58,19 @@ The reason is printed on standard error either way.
 
 --base-agent/--head-agent and --base-profile/--head-profile (as for
 dageval assemble --diff) add the diff of the two assembled agents to the
-markdown, so a reviewer sees the change next to its effect.`,
+markdown, so a reviewer sees the change next to its effect. The agents are
+assembled with --model, or --base-model and --head-model; with a single
+--pair and none of these, with the pair's models, so the diff shows the
+model change too.`,
 		run: runCompare,
 	})
 }
 
-// agentDiff renders `dageval assemble --diff` for two configurations. It is
+// agentDiff renders `dageval assemble --diff` for two configurations, each
+// with its own model (the same one unless the change swaps models). It is
 // nil until the assembly pipeline is linked in (cmd/dageval/assemble.go sets
 // it); compare then refuses the agent flags rather than ignore them.
-var agentDiff func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, model string) (string, error)
+var agentDiff func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, baseModel, headModel string) (string, error)
 
 // stringsFlag collects a flag given several times.
 type stringsFlag []string
@@ -82,7 +91,11 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	resamples := fs.Int("resamples", reports.DefaultResamples, "bootstrap resamples")
 	baseAgent := fs.String("base-agent", "", "base agent file, for the assembled-agent diff")
 	headAgent := fs.String("head-agent", "", "head agent file, for the assembled-agent diff")
-	model := fs.String("model", "", "model spec for the assembled-agent diff")
+	model := fs.String("model", "", "model spec of both sides of the assembled-agent diff")
+	baseModel := fs.String("base-model", "", "model spec of the base side of the assembled-agent diff")
+	headModel := fs.String("head-model", "", "model spec of the head side of the assembled-agent diff")
+	var pairFlags stringsFlag
+	fs.Var(&pairFlags, "pair", "compare head model HEAD with base model BASE, as BASE=HEAD (repeatable; specs or aliases)")
 	var baseProfiles, headProfiles stringsFlag
 	fs.Var(&baseProfiles, "base-profile", "base harness profile file (repeatable)")
 	fs.Var(&headProfiles, "head-profile", "head harness profile file (repeatable)")
@@ -114,17 +127,34 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 		return usageError("--min-drop must be between 0 and 1, got %v", *minDrop)
 	}
 	opts := reports.CompareOptions{Policy: pol, MinDrop: *minDrop, Alpha: *alpha, Tolerance: *tolerance, Seed: *seed, Resamples: *resamples}
+	for _, p := range pairFlags {
+		b, h, ok := strings.Cut(p, "=")
+		if !ok || strings.TrimSpace(b) == "" || strings.TrimSpace(h) == "" || strings.Contains(h, "=") {
+			return usageError("--pair wants BASE_MODEL=HEAD_MODEL, e.g. --pair openai:gpt-5=openai:gpt-5-mini, got %q", p)
+		}
+		opts.Pairs = append(opts.Pairs, reports.ModelPair{Base: strings.TrimSpace(b), Head: strings.TrimSpace(h)})
+	}
+	if *model != "" && (*baseModel != "" || *headModel != "") {
+		return usageError("give --model, or --base-model and --head-model, not both")
+	}
+	bm, hm := *baseModel, *headModel
+	if *model != "" {
+		bm, hm = *model, *model
+	}
+	if bm == "" && hm == "" && len(opts.Pairs) == 1 && strings.Contains(opts.Pairs[0].Base, ":") && strings.Contains(opts.Pairs[0].Head, ":") {
+		bm, hm = opts.Pairs[0].Base, opts.Pairs[0].Head
+	}
 	if *baseAgent != "" || *headAgent != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 {
 		if agentDiff == nil {
 			return usageError("--base-agent/--head-agent/--base-profile/--head-profile need the assembly pipeline, which this build of dageval lacks")
 		}
-		d, err := agentDiff(ctx, *baseAgent, *headAgent, baseProfiles, headProfiles, *model)
+		d, err := agentDiff(ctx, *baseAgent, *headAgent, baseProfiles, headProfiles, bm, hm)
 		if err != nil {
 			return &exitError{code: exitBad, msg: "assembled-agent diff: " + err.Error()}
 		}
 		opts.AgentDiff = d
-	} else if *model != "" {
-		return usageError("--model only applies to the assembled-agent diff (--base-agent, --head-agent, --base-profile, --head-profile)")
+	} else if *model != "" || *baseModel != "" || *headModel != "" {
+		return usageError("--model, --base-model and --head-model only apply to the assembled-agent diff (--base-agent, --head-agent, --base-profile, --head-profile)")
 	}
 
 	lo := reports.LoadOptions{SkipDetails: true}
