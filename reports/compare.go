@@ -235,7 +235,7 @@ type Effect struct {
 	// model swap paired by alias or --pair).
 	HeadModel string `json:"head_model,omitempty"`
 	Profile   string `json:"profile"`
-	Pairs   int    `json:"pairs"`
+	Pairs     int    `json:"pairs"`
 	// BothPass, BothFail, Regressions (pass → fail) and Improvements
 	// (fail → pass) count the pairs; the last two are McNemar's b and c.
 	BothPass     int        `json:"both_pass"`
@@ -300,9 +300,9 @@ type MDE struct {
 // CaseChange is how one case (under a model and profile) fared across its
 // paired epochs.
 type CaseChange struct {
-	Case      string `json:"case"`
-	Model     string `json:"model"`
-	HeadModel string `json:"head_model,omitempty"`
+	Case       string  `json:"case"`
+	Model      string  `json:"model"`
+	HeadModel  string  `json:"head_model,omitempty"`
 	Profile    string  `json:"profile"`
 	Epochs     int     `json:"epochs"`
 	BasePassed int     `json:"base_passed"`
@@ -370,7 +370,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 		Base: brief(base), Head: brief(head),
 		Options:   Settings{Policy: opts.Policy, MinDrop: opts.MinDrop, Alpha: opts.Alpha, Tolerance: opts.Tolerance, Power: opts.Power, Seed: opts.Seed, Resamples: opts.Resamples},
 		AgentDiff: opts.AgentDiff, Pairs: pr.swapped(base),
-		Groups:    []Effect{}, Tests: []Test{}, NewFailures: []CaseChange{}, NewPasses: []CaseChange{}, Flaky: []CaseChange{},
+		Groups: []Effect{}, Tests: []Test{}, NewFailures: []CaseChange{}, NewPasses: []CaseChange{}, Flaky: []CaseChange{},
 		ScoreChanges: []CaseChange{}, MissingInBase: []evals.CellKey{}, MissingInHead: []evals.CellKey{}, Errored: []ErroredCell{},
 	}
 	rank := groupRank(head.Summary.Groups)
