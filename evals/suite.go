@@ -64,7 +64,7 @@ type Suite struct {
 	// Models are the model specs under test, in order.
 	Models []string
 	// Aliases maps a model spec to the role the suite gives it (models:
-	// [{model: openai:gpt-5, alias: primary}]). Runs record it with every
+	// [{spec: openai:gpt-5, alias: primary}]). Runs record it with every
 	// cell and compare pairs cells by it, so a pull request that swaps the
 	// model behind an alias is compared case by case.
 	Aliases map[string]string

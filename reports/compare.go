@@ -628,7 +628,7 @@ func (pr *pairing) unpairedReason() string {
 	}
 	s += " without a counterpart"
 	if len(pr.unpairedBase) == 1 && len(pr.unpairedHead) == 1 {
-		s += fmt.Sprintf("; to compare them case by case, pass --pair %s=%s or give both the same alias in the suite (models: [{model: …, alias: …}])", pr.unpairedBase[0], pr.unpairedHead[0])
+		s += fmt.Sprintf("; to compare them case by case, pass --pair %s=%s or give both the same alias in the suite (models: [{spec: …, alias: …}])", pr.unpairedBase[0], pr.unpairedHead[0])
 	} else {
 		s += "; pair them with --pair BASE_MODEL=HEAD_MODEL or with aliases in the suite"
 	}

@@ -19,7 +19,7 @@ func init() {
 		help: `Compares two runs of the same suite (output directories of dageval run,
 their summary.json files, or JSON reports from dageval report --format json).
 Cells are paired by case, model, profile and epoch, where a model is
-known by its role: its alias in the suite (models: [{model: openai:gpt-5,
+known by its role: its alias in the suite (models: [{spec: openai:gpt-5,
 alias: primary}]) when it has one, else its spec. A change that swaps a
 model is compared case by case when both models have the same alias, or
 with --pair BASE_MODEL=HEAD_MODEL (repeatable; specs or aliases); the
