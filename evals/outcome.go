@@ -91,9 +91,6 @@ var causeOrder = []Cause{
 	CauseSetup, CauseAgentError, CauseCancelled, CauseUnknown, CauseMissing,
 }
 
-// Causes lists every cause in report order.
-func Causes() []Cause { return append([]Cause(nil), causeOrder...) }
-
 // causeText is what each cause means and what to do about it, for the
 // headline of a run that errored.
 var causeText = map[Cause][2]string{
@@ -213,10 +210,10 @@ func summarizeCauses(results []*CellResult, missing int) []CauseCount {
 	return out
 }
 
-// ErroredReason is the sentence that leads a verdict decided by errored
+// erroredReason is the sentence that leads a verdict decided by errored
 // cells: how many, why, and what to do, e.g. "3 cells errored: replay
 // misses — the agent's requests changed … re-record with DAGEVAL_RECORD=missing".
-func ErroredReason(causes []CauseCount) string {
+func erroredReason(causes []CauseCount) string {
 	total := 0
 	for _, c := range causes {
 		total += c.Cells
@@ -281,7 +278,7 @@ func (s *Summary) FillOutcome(results []CellResult) {
 		return
 	}
 	s.Outcome, s.Passed = OutcomeErrored, false
-	reasons := []string{ErroredReason(s.Causes)}
+	reasons := []string{erroredReason(s.Causes)}
 	if len(s.Causes) > 1 {
 		reasons = append(reasons, causeReasons(s.Causes)...)
 	}

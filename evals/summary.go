@@ -153,7 +153,7 @@ func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
 // thresholds, every cell of a complete matrix must pass.
 func (s *Suite) verdict(sum *Summary, tolerate bool) (Outcome, []string) {
 	if len(sum.Causes) > 0 && !tolerate {
-		reasons := []string{ErroredReason(sum.Causes)}
+		reasons := []string{erroredReason(sum.Causes)}
 		if len(sum.Causes) > 1 {
 			reasons = append(reasons, causeReasons(sum.Causes)...)
 		}

@@ -282,3 +282,17 @@ func TestAliasesKeepTheDigest(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want)
 	}
 }
+
+// Run(t) shares the verdict: under GateOnThresholds an errored cell fails
+// the test unless TolerateErrors says errors count as failures (here the
+// thresholds then hold, so the test passes and the summary says why).
+func TestRunUnderGoTestToleratesErrorsOnlyWhenAsked(t *testing.T) {
+	path := writeSuite(t, map[string]string{
+		"suite.yaml": "version: 1\nname: broken\nagent: {name: a}\nmodels: [openai:gpt-5]\nthresholds: {pass_rate: 0}\ncases: [{id: a, input: hi}]\n",
+		"cassettes/a--openai-gpt-5--default--e1.yaml": "",
+	})
+	rr := evals.Run(t, path, evals.GateOnThresholds(), evals.TolerateErrors(), evals.WithGetenv(testEnv))
+	assert.Equal(t, evals.OutcomePassed, rr.Summary.Outcome)
+	assert.True(t, rr.Summary.ErrorsTolerated)
+	assert.Equal(t, evals.CauseCassetteInvalid, rr.Results[0].Cause)
+}
