@@ -86,7 +86,11 @@ func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	if err != nil {
 		t.Error(err)
 	}
-	if o.gate && !rr.Summary.Passed {
+	switch {
+	case !o.gate || rr.Summary.Passed:
+	case rr.Summary.Outcome == OutcomeErrored:
+		t.Errorf("suite %s cannot be judged: %s", s.Name, strings.Join(rr.Summary.Reasons, "; "))
+	default:
 		t.Errorf("suite %s does not pass: %s", s.Name, strings.Join(rr.Summary.Reasons, "; "))
 	}
 	if t.Failed() {
