@@ -148,7 +148,7 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	// Each cell gets its backend started (a sandbox: a fresh workspace)
 	// and closed again, here when the run fails, else after judging.
 	if err := backend.Start(ctx, built.backend); err != nil {
-		return nil, fmt.Errorf("starting the agent's backend: %w", err)
+		return nil, withCause(CauseSetup, fmt.Errorf("starting the agent's backend: %w", err))
 	}
 	closeBackend := sync.OnceValue(func() error { return backend.Close(built.backend) })
 	keep := false
