@@ -22,7 +22,7 @@ const victim = "cassettes/two-cities--openai-gpt-5--baseline--e1.yaml"
 
 // TestErroredCellsNeverPass is observation 2 of issue 12: a corrupt, empty,
 // truncated or wrong-version cassette, or a replay miss, made an errored
-// cell, and the quickstart printed "PASSED: 29 of 32 … 1 errored" and
+// cell (as an unplayed recording does now), and the quickstart printed "PASSED: 29 of 32 … 1 errored" and
 // exited 0. Now the run exits 2 with the cause in its headline, dageval
 // validate names the broken cassette's file and line, and a deleted
 // cassette gives the same class of verdict (exit 2).
@@ -42,6 +42,12 @@ func TestErroredCellsNeverPass(t *testing.T) {
 		{"replay miss", func(b []byte) []byte {
 			return []byte(strings.ReplaceAll(string(b), "Tokyo right now.", "Tokyo right now?"))
 		}, evals.CauseReplayMiss, ""},
+		{"unplayed", func(b []byte) []byte {
+			// The last interaction twice: the agent plays it once.
+			text := string(b)
+			i := strings.LastIndex(text, "\n    - id: ")
+			return []byte(text + strings.Replace(text[i+1:], "- id: 1", "- id: 2", 1))
+		}, evals.CauseCassetteUnplayed, ""},
 		{"deleted", nil, evals.CauseCassetteMissing, `1 of 32 cells have no cassette to replay .*two-cities--openai-gpt-5--baseline--e1\.yaml`},
 	}
 	for _, tt := range tests {
@@ -72,7 +78,7 @@ func TestErroredCellsNeverPass(t *testing.T) {
 				assert.Contains(t, stderr, "have no cassette to replay", "the pre-flight check stops the run")
 				return
 			}
-			label := map[evals.Cause]string{evals.CauseCassetteInvalid: "unreadable cassette", evals.CauseReplayMiss: "replay miss"}[tt.cause]
+			label := map[evals.Cause]string{evals.CauseCassetteInvalid: "unreadable cassette", evals.CauseReplayMiss: "replay miss", evals.CauseCassetteUnplayed: "unplayed recording"}[tt.cause]
 			assert.Contains(t, stdout, "ERRORED: 1 cell errored: "+label+" — ", "the headline names the cause that decided the verdict")
 			assert.NotContains(t, stdout, "PASSED")
 			assert.Contains(t, stderr, "suite quickstart cannot be judged: 1 cell errored: "+label)
