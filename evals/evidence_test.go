@@ -181,6 +181,7 @@ func TestProviderStallIsAnError(t *testing.T) {
 			require.NoError(t, os.WriteFile(suitePath, []byte(evidenceSuite(srv, "mode: "+mode+"\n"+limits, "")), 0o644))
 			r := resultOf(t, runSuite(t, suitePath, evals.Options{}), "one")
 			assert.Equal(t, evals.StatusError, r.Status, "a stalled provider is not the agent failing")
+			assert.Equal(t, evals.CauseProviderStall, r.Cause)
 			assert.True(t, strings.HasPrefix(r.Error, "provider stall: "), r.Error)
 			assert.Contains(t, r.Error, "local: timeout: no answer within 20ms (the per-attempt provider timeout; attempt 1 of 1)")
 			assert.Contains(t, r.Error, "limits.provider_timeout 20ms fired, not the agent's limits.timeout")
