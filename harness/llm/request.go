@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"time"
 )
 
 // ToolSpec is a tool as the model sees it.
@@ -81,12 +82,24 @@ const (
 )
 
 // Usage counts tokens of one or more model calls. InputTokens excludes cache reads and writes.
+//
+// A provider that reports no usage for a call (a Chat Completions stream
+// without its usage chunk, a compatible server that leaves usage out) does
+// not make the call free: its Usage has UnknownCalls 1 and zero counts, and
+// a sum keeps counting such calls, so that reports say "unknown" (or "at
+// least") instead of showing a zero.
 type Usage struct {
 	InputTokens      int `json:"input_tokens"`
 	OutputTokens     int `json:"output_tokens"`
 	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+	// UnknownCalls counts the calls in this sum whose usage was not reported;
+	// their tokens are missing from the counts above.
+	UnknownCalls int `json:"unknown_calls,omitempty"`
 }
+
+// UnknownUsage is the usage of one call whose provider reported none.
+func UnknownUsage() Usage { return Usage{UnknownCalls: 1} }
 
 // Add accumulates o into u.
 func (u *Usage) Add(o Usage) {
@@ -94,15 +107,33 @@ func (u *Usage) Add(o Usage) {
 	u.OutputTokens += o.OutputTokens
 	u.CacheReadTokens += o.CacheReadTokens
 	u.CacheWriteTokens += o.CacheWriteTokens
+	u.UnknownCalls += o.UnknownCalls
 }
 
-// Total is every token billed: input, output and cache traffic.
+// Total is every token billed: input, output and cache traffic. With
+// UnknownCalls > 0 it is a lower bound.
 func (u Usage) Total() int {
 	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
 }
 
-// IsZero reports whether nothing was counted.
+// Known reports whether every call counted here reported its usage.
+func (u Usage) Known() bool { return u.UnknownCalls == 0 }
+
+// IsZero reports whether nothing was counted, not even a call of unknown usage.
 func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Latency is how long one model call took. During replay it is what the
+// recording says, never the (near zero) time the replay took.
+type Latency struct {
+	// Duration runs from sending the request to the last byte of the answer.
+	Duration time.Duration `json:"duration"`
+	// FirstEvent runs from sending the request to the first byte of a
+	// streamed answer's events; 0 for a whole (JSON) answer or when the
+	// recording does not say.
+	FirstEvent time.Duration `json:"first_event,omitempty"`
+	// Recorded says the values come from a recording, not from the clock.
+	Recorded bool `json:"recorded,omitempty"`
+}
 
 // Response is the result of one model call.
 type Response struct {
@@ -110,6 +141,12 @@ type Response struct {
 	StopReason StopReason `json:"stop_reason,omitempty"`
 	Usage      Usage      `json:"usage"`
 	Model      string     `json:"model,omitempty"`
+	// Latency is how long the call took; nil when unknown (a recording
+	// imported without timings).
+	Latency *Latency `json:"latency,omitempty"`
+	// Warnings say what was odd about an answer that was still accepted,
+	// such as a stream that ended without a finish reason.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ChatModel generates the next assistant message.

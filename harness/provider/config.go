@@ -99,8 +99,8 @@ type Config struct {
 	// Replay marks a run whose HTTP traffic is served from a cassette: no
 	// retries (a recorded failure is the answer) and no API key required.
 	Replay bool
-	// Logger receives retry notices; nil discards them. Keys and headers are
-	// never logged.
+	// Logger receives retry notices and warnings about odd answers; nil
+	// discards them. Keys and headers are never logged.
 	Logger *slog.Logger
 	// Getenv reads environment variables; nil means os.Getenv. Tests set it
 	// to stay hermetic.

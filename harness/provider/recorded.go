@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 )
 
 // RecordedAnswer is an HTTP answer captured earlier, such as the response of
@@ -22,11 +21,7 @@ type RecordedAnswer struct {
 
 // Streamed reports whether the answer is a server-sent event stream.
 func (a RecordedAnswer) Streamed() bool {
-	ct := ""
-	if a.Header != nil {
-		ct = a.Header.Get("Content-Type")
-	}
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), "text/event-stream")
+	return IsEventStream(a.Header.Get("Content-Type"))
 }
 
 // RoundTrip implements http.RoundTripper: it discards the request and

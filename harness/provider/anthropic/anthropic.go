@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -85,16 +86,17 @@ func (m *Model) Identity() llm.Identity { return m.cfg.Identity() }
 // Config returns the model's configuration.
 func (m *Model) Config() provider.Config { return m.cfg.Clone() }
 
-// callOptions are the per-call options: credentials, error capture and a
+// callOptions are the per-call options: credentials, the capture of the
+// exchange (stream says whether the call asks for an event stream) and a
 // request timeout far beyond any call. An explicit timeout lifts the SDK's
 // refusal of long non-streaming calls; a total one would cut long streams,
 // so the limit is the per-attempt silence timeout of provider.Config.
-func (m *Model) callOptions() ([]option.RequestOption, *provider.Capture, error) {
+func (m *Model) callOptions(stream bool) ([]option.RequestOption, *provider.Capture, error) {
 	header, value, err := m.cfg.Credentials()
 	if err != nil {
 		return nil, nil, err
 	}
-	capture := &provider.Capture{}
+	capture := &provider.Capture{Stream: stream}
 	opts := []option.RequestOption{option.WithMiddleware(capture.Middleware), option.WithRequestTimeout(365 * 24 * time.Hour)}
 	if header != "" {
 		opts = append(opts, option.WithHeader(header, value))
@@ -102,23 +104,40 @@ func (m *Model) callOptions() ([]option.RequestOption, *provider.Capture, error)
 	return opts, capture, nil
 }
 
-// Generate implements llm.ChatModel.
+// Generate implements llm.ChatModel. An answer that arrives as an event
+// stream (a server that streams unasked, or a replay of a streamed
+// recording) is decoded as Stream would and gives the assembled response.
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
 		return nil, err
 	}
 	return provider.Do(ctx, m.cfg, func(ctx context.Context) (*llm.Response, error) {
-		opts, capture, err := m.callOptions()
-		if err != nil {
-			return nil, err
-		}
-		msg, err := m.messages.New(ctx, params, opts...)
-		if err != nil {
-			return nil, m.classify(ctx, err, capture)
-		}
-		return response(msg), nil
+		return m.generateOnce(ctx, params)
 	})
+}
+
+// generateOnce runs one plain attempt; extra options come last, so that a
+// decode of a set-aside answer can replace the HTTP client.
+func (m *Model) generateOnce(ctx context.Context, params sdk.MessageNewParams, extra ...option.RequestOption) (*llm.Response, error) {
+	opts, capture, err := m.callOptions(false)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := m.messages.New(ctx, params, append(opts, extra...)...)
+	if err != nil {
+		if a, ok := capture.OtherFraming(err); ok {
+			resp, err := m.streamOnce(ctx, params, func(llm.Chunk) bool { return true }, option.WithHTTPClient(&http.Client{Transport: a}))
+			if resp != nil {
+				resp.Latency = capture.Latency(m.cfg.Replay)
+			}
+			return resp, err
+		}
+		return nil, m.classify(ctx, err, capture)
+	}
+	resp := response(msg)
+	resp.Latency = capture.Latency(m.cfg.Replay)
+	return resp, nil
 }
 
 // Stream implements llm.StreamingModel: text, thinking and tool-argument
@@ -140,12 +159,14 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 
 // streamOnce runs one streaming attempt. emit returns false when the
 // consumer stopped; streamOnce then returns at once.
-func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emit func(llm.Chunk) bool) (*llm.Response, error) {
-	opts, capture, err := m.callOptions()
+// A whole JSON answer (a server that ignores "stream", or a replay of a
+// plain recording) becomes the final response with no deltas before it.
+func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emit func(llm.Chunk) bool, extra ...option.RequestOption) (*llm.Response, error) {
+	opts, capture, err := m.callOptions(true)
 	if err != nil {
 		return nil, err
 	}
-	stream := m.messages.NewStreaming(ctx, params, opts...)
+	stream := m.messages.NewStreaming(ctx, params, append(opts, extra...)...)
 	defer stream.Close()
 	var msg sdk.Message
 	tools := map[int64]int{} // content block index → tool call ordinal
@@ -182,12 +203,21 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emi
 		}
 	}
 	if err := stream.Err(); err != nil {
+		if a, ok := capture.OtherFraming(err); ok {
+			resp, err := m.generateOnce(ctx, params, option.WithHTTPClient(&http.Client{Transport: a}))
+			if resp != nil {
+				resp.Latency = capture.Latency(m.cfg.Replay)
+			}
+			return resp, err
+		}
 		return nil, m.classify(ctx, err, capture)
 	}
 	if !complete {
 		return nil, m.cfg.Truncated("message_stop")
 	}
-	return response(&msg), nil
+	resp := response(&msg)
+	resp.Latency = capture.Latency(m.cfg.Replay)
+	return resp, nil
 }
 
 // classify maps an SDK or transport error to an *llm.Error.

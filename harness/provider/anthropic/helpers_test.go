@@ -4,11 +4,12 @@ import "github.com/dageval/dageval/harness/provider/internal/providertest"
 
 // The loopback servers and stream helpers shared with the OpenAI adapter's tests.
 var (
-	newScript   = providertest.NewScript
-	reply       = providertest.Reply
-	sse         = providertest.SSE
-	fixedServer = providertest.FixedServer
-	collect     = providertest.Collect
-	userRequest = providertest.UserRequest
-	thirds      = providertest.Thirds
+	newScript     = providertest.NewScript
+	reply         = providertest.Reply
+	sse           = providertest.SSE
+	fixedServer   = providertest.FixedServer
+	crossedServer = providertest.CrossedServer
+	collect       = providertest.Collect
+	userRequest   = providertest.UserRequest
+	thirds        = providertest.Thirds
 )

@@ -183,6 +183,19 @@ func TestStreamedAndWholeAnswersAreEqual(t *testing.T) {
 			require.NoError(t, s.Err, label)
 			assert.Equal(t, g, s.Final, label)
 			assert.Greater(t, len(s.Chunks), 1, label)
+
+			// Answered the other way round, each call decodes what arrived:
+			// Generate assembles the stream, Stream yields the whole answer
+			// as its one final chunk.
+			crossed := crossedServer(t, whole, sse)
+			cm := replayModel(t, crossed.URL, "claude-sonnet-4-5")
+			cg, err := cm.Generate(context.Background(), userRequest("hi"))
+			require.NoError(t, err, label)
+			assert.Equal(t, g, cg, label)
+			cs := collect(t, cm, userRequest("hi"))
+			require.NoError(t, cs.Err, label)
+			require.Len(t, cs.Chunks, 1, label)
+			assert.Equal(t, g, cs.Final, label)
 		}
 	}
 }

@@ -35,6 +35,9 @@ func response(msg *sdk.Message) *llm.Response {
 		CacheReadTokens:  int(msg.Usage.CacheReadInputTokens),
 		CacheWriteTokens: int(msg.Usage.CacheCreationInputTokens),
 	}
+	if !msg.JSON.Usage.Valid() {
+		usage = llm.UnknownUsage()
+	}
 	u := usage
 	out.Usage = &u
 	return &llm.Response{Message: out, StopReason: stopReason(msg.StopReason), Usage: usage, Model: msg.Model}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
@@ -430,6 +431,9 @@ func (r *chatResult) response(nMessages int) *llm.Response {
 		out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: id, Name: c.name, Args: compact(args)})
 	}
 	usage := chatUsage(r.usage)
+	if !r.usagePresent {
+		usage = llm.UnknownUsage()
+	}
 	u := usage
 	out.Usage = &u
 	return &llm.Response{Message: out, StopReason: finishReason(r.finish, len(out.ToolCalls)+len(out.InvalidToolCalls) > 0, r.refusal != ""), Usage: usage, Model: r.model}
@@ -466,12 +470,15 @@ func finishReason(reason string, calls, refused bool) llm.StopReason {
 	return llm.StopReason(reason)
 }
 
-func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewParams, nMessages int, emit func(llm.Chunk) bool) (*llm.Response, error) {
-	opts, capture, err := m.callOptions()
+// streamChat runs one streaming Chat Completions attempt. A whole JSON
+// answer becomes the final response with no deltas before it. Extra options
+// come last.
+func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewParams, nMessages int, emit func(llm.Chunk) bool, extra ...option.RequestOption) (*llm.Response, error) {
+	opts, capture, err := m.callOptions(true)
 	if err != nil {
 		return nil, err
 	}
-	stream := m.chat.NewStreaming(ctx, params, opts...)
+	stream := m.chat.NewStreaming(ctx, params, append(opts, extra...)...)
 	defer stream.Close()
 	r := &chatResult{}
 	for stream.Next() {
@@ -481,13 +488,26 @@ func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewPara
 		}
 	}
 	if err := stream.Err(); err != nil {
+		if a, ok := capture.OtherFraming(err); ok {
+			return m.timed(capture)(m.chatOnce(ctx, params, nMessages, answerClient(a)))
+		}
 		return nil, m.classify(ctx, err, capture)
 	}
-	// The stream ends with [DONE]; without a finish reason it was cut off.
+	var warnings []string
 	if !r.choicePresent || r.finish == "" {
-		return nil, m.cfg.Truncated("a finish_reason")
+		// Without a finish reason the stream was cut off, unless it still
+		// ended with [DONE]: some OpenRouter providers never send one.
+		if !capture.SawDone() {
+			return nil, m.cfg.Truncated("a finish_reason")
+		}
+		warnings = append(warnings, "the stream ended with [DONE] but no chunk carried a finish_reason; the stop reason was inferred from the answer")
 	}
-	return r.response(nMessages), nil
+	resp := r.response(nMessages)
+	resp.Warnings = warnings
+	for _, w := range warnings {
+		m.warn(ctx, w)
+	}
+	return m.timed(capture)(resp, nil)
 }
 
 func compact(s string) json.RawMessage {

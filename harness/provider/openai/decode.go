@@ -11,9 +11,6 @@ import (
 // served from memory, so what it asks does not matter.
 var decodeRequest = &llm.Request{Messages: []llm.Message{llm.User("decode a recorded answer")}}
 
-// keepAll is an emit function that consumes every stream delta.
-func keepAll(llm.Chunk) bool { return true }
-
 // DecodeChatAnswer returns what the adapter makes of a recorded Chat
 // Completions answer (a JSON body or an event stream), through the same SDK
 // client and conversion code as a live call. nMessages is the number of

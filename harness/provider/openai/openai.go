@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -89,13 +90,14 @@ func (m *Model) Identity() llm.Identity { return m.cfg.Identity() }
 // Config returns the model's configuration.
 func (m *Model) Config() provider.Config { return m.cfg.Clone() }
 
-// callOptions are the per-call options: credentials and error capture.
-func (m *Model) callOptions() ([]option.RequestOption, *provider.Capture, error) {
+// callOptions are the per-call options: credentials and the capture of the
+// exchange (stream says whether the call asks for an event stream).
+func (m *Model) callOptions(stream bool) ([]option.RequestOption, *provider.Capture, error) {
 	header, value, err := m.cfg.Credentials()
 	if err != nil {
 		return nil, nil, err
 	}
-	capture := &provider.Capture{}
+	capture := &provider.Capture{Stream: stream}
 	opts := []option.RequestOption{option.WithMiddleware(capture.Middleware)}
 	switch {
 	case header == "":
@@ -127,35 +129,63 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	})
 }
 
-// responsesOnce is one Responses API attempt.
-func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewParams) (*llm.Response, error) {
-	opts, capture, err := m.callOptions()
+// answerClient serves a set-aside answer, so that it can be decoded the
+// way it was framed.
+func answerClient(a provider.RecordedAnswer) option.RequestOption {
+	return option.WithHTTPClient(&http.Client{Transport: a})
+}
+
+// keepAll is an emit function that consumes every stream delta.
+func keepAll(llm.Chunk) bool { return true }
+
+// responsesOnce is one Responses API attempt; an event-stream answer is
+// decoded as streamResponses would. Extra options come last.
+func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewParams, extra ...option.RequestOption) (*llm.Response, error) {
+	opts, capture, err := m.callOptions(false)
 	if err != nil {
 		return nil, err
 	}
-	r, err := m.responses.New(ctx, params, opts...)
+	r, err := m.responses.New(ctx, params, append(opts, extra...)...)
 	if err != nil {
+		if a, ok := capture.OtherFraming(err); ok {
+			return m.timed(capture)(m.streamResponses(ctx, params, keepAll, answerClient(a)))
+		}
 		return nil, m.classify(ctx, err, capture)
 	}
-	return m.fromResponse(r)
+	return m.timed(capture)(m.fromResponse(r))
 }
 
 // chatOnce is one Chat Completions attempt; nMessages is the request's
-// message count (see chatResult.response).
-func (m *Model) chatOnce(ctx context.Context, params sdk.ChatCompletionNewParams, nMessages int) (*llm.Response, error) {
-	opts, capture, err := m.callOptions()
+// message count (see chatResult.response). An event-stream answer is
+// decoded as streamChat would. Extra options come last.
+func (m *Model) chatOnce(ctx context.Context, params sdk.ChatCompletionNewParams, nMessages int, extra ...option.RequestOption) (*llm.Response, error) {
+	opts, capture, err := m.callOptions(false)
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.chat.New(ctx, params, opts...)
+	c, err := m.chat.New(ctx, params, append(opts, extra...)...)
 	if err != nil {
+		if a, ok := capture.OtherFraming(err); ok {
+			return m.timed(capture)(m.streamChat(ctx, params, nMessages, keepAll, answerClient(a)))
+		}
 		return nil, m.classify(ctx, err, capture)
 	}
 	res, err := chatResultOf(c)
 	if err != nil {
 		return nil, m.cfg.BadResponse(err)
 	}
-	return res.response(nMessages), nil
+	return m.timed(capture)(res.response(nMessages), nil)
+}
+
+// timed stamps a successful response with the latency capture measured or
+// was told by a recorder.
+func (m *Model) timed(capture *provider.Capture) func(*llm.Response, error) (*llm.Response, error) {
+	return func(resp *llm.Response, err error) (*llm.Response, error) {
+		if resp != nil {
+			resp.Latency = capture.Latency(m.cfg.Replay)
+		}
+		return resp, err
+	}
 }
 
 // Stream implements llm.StreamingModel: deltas as they arrive, then a final
@@ -220,4 +250,12 @@ func (m *Model) classify(ctx context.Context, err error, capture *provider.Captu
 	}
 	// A 2xx answer the SDK could not decode.
 	return m.cfg.BadResponse(err)
+}
+
+// warn logs an oddity of an answer that was accepted anyway; the response
+// carries it too (llm.Response.Warnings).
+func (m *Model) warn(ctx context.Context, msg string) {
+	if l := m.cfg.Logger; l != nil {
+		l.WarnContext(ctx, "model answer: "+msg, "provider", m.cfg.Provider, "model", m.cfg.Model)
+	}
 }

@@ -227,6 +227,19 @@ func TestStreamedAndWholeAnswersAreEqual(t *testing.T) {
 				text.WriteString(ch.TextDelta)
 			}
 			assert.Equal(t, g.Message.Text(), text.String(), label)
+
+			// Answered the other way round, each call decodes what arrived:
+			// Generate assembles the stream, Stream yields the whole answer
+			// as its one final chunk.
+			crossed := crossedServer(t, whole, sse)
+			cm := modelFor(t, one, crossed.URL+one.BaseURL())
+			cg, err := cm.Generate(context.Background(), userRequest("hi"))
+			require.NoError(t, err, label)
+			assert.Equal(t, g, cg, label)
+			cs := collect(t, cm, userRequest("hi"))
+			require.NoError(t, cs.Err, label)
+			require.Len(t, cs.Chunks, 1, label)
+			assert.Equal(t, g, cs.Final, label)
 		}
 	}
 }

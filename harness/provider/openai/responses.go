@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
@@ -246,6 +247,9 @@ func (m *Model) fromResponse(r *responses.Response) (*llm.Response, error) {
 		CacheReadTokens:  cached,
 		CacheWriteTokens: written,
 	}
+	if !r.JSON.Usage.Valid() {
+		usage = llm.UnknownUsage()
+	}
 	uc := usage
 	out.Usage = &uc
 	stop := llm.StopEndTurn
@@ -268,12 +272,15 @@ func (m *Model) responseFailure(r *responses.Response) error {
 	return m.cfg.Classify(provider.Failure{StatusCode: 200, Body: body})
 }
 
-func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNewParams, emit func(llm.Chunk) bool) (*llm.Response, error) {
-	opts, capture, err := m.callOptions()
+// streamResponses runs one streaming Responses API attempt. A whole JSON
+// answer becomes the final response with no deltas before it. Extra options
+// come last.
+func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNewParams, emit func(llm.Chunk) bool, extra ...option.RequestOption) (*llm.Response, error) {
+	opts, capture, err := m.callOptions(true)
 	if err != nil {
 		return nil, err
 	}
-	stream := m.responses.NewStreaming(ctx, params, opts...)
+	stream := m.responses.NewStreaming(ctx, params, append(opts, extra...)...)
 	defer stream.Close()
 	calls := map[int64]int{} // output index → tool call ordinal
 	var final *responses.Response
@@ -308,10 +315,13 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 		}
 	}
 	if err := stream.Err(); err != nil {
+		if a, ok := capture.OtherFraming(err); ok {
+			return m.timed(capture)(m.responsesOnce(ctx, params, answerClient(a)))
+		}
 		return nil, m.classify(ctx, err, capture)
 	}
 	if final == nil {
 		return nil, m.cfg.Truncated("response.completed")
 	}
-	return m.fromResponse(final)
+	return m.timed(capture)(m.fromResponse(final))
 }

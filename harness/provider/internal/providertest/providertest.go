@@ -103,6 +103,27 @@ func FixedServer(t testing.TB, whole, sse []byte) *httptest.Server {
 	return srv
 }
 
+// CrossedServer answers the other way round from FixedServer: streaming
+// requests with whole, the others with sse, as a replay does when the agent
+// calls a model differently from how the recording was made.
+func CrossedServer(t testing.TB, whole, sse []byte) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Stream bool `json:"stream"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		if body.Stream {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(whole)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+		_, _ = w.Write(sse)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // UserRequest is a one-message conversation.
 func UserRequest(text string) *llm.Request {
 	return &llm.Request{Messages: []llm.Message{llm.User(text)}}
