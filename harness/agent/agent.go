@@ -232,7 +232,7 @@ type options struct {
 	events      func(Event)
 	clock       func() time.Time
 	config      map[string]any
-	tokenStream bool
+	tokenStream *bool
 	path        string
 	lane        string
 	cp          Checkpointer
@@ -264,8 +264,16 @@ func WithConfig(key string, value any) Option {
 	}
 }
 
-// WithTokenStream streams model output as model_chunk events when the model supports it.
-func WithTokenStream() Option { return func(o *options) { o.tokenStream = true } }
+// WithTokenStream streams model output as model_chunk events when the model
+// supports it: the model is called through llm.StreamingModel.Stream, as
+// Deep Agents apps call theirs. Nested agents (subagents) inherit the choice
+// of the run they are called from unless they are given their own.
+func WithTokenStream() Option { return WithTokenStreaming(true) }
+
+// WithTokenStreaming says whether this invocation streams model output (see
+// WithTokenStream); false keeps a nested agent, such as a grader, on plain
+// calls inside a streaming run.
+func WithTokenStreaming(on bool) Option { return func(o *options) { o.tokenStream = &on } }
 
 // WithCheckpointer makes this invocation save and load its thread with cp
 // instead of the configured checkpointer; nested agents (subagents) use it to
@@ -304,14 +312,22 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 		o.cp = a.cfg.Checkpointer
 	}
 	r := &run{thread: o.thread, emitter: o.events, clock: o.clock, config: o.config, path: o.path, lane: o.lane, cp: o.cp}
-	if parent := runFrom(ctx); parent != nil && r.clock == nil {
-		r.clock = parent.clock
+	if o.tokenStream != nil {
+		r.tokenStream = *o.tokenStream
+	}
+	if parent := runFrom(ctx); parent != nil {
+		if r.clock == nil {
+			r.clock = parent.clock
+		}
+		if o.tokenStream == nil {
+			r.tokenStream = parent.tokenStream
+		}
 	}
 	ctx = context.WithValue(ctx, runKey{}, r)
 	// A nested agent (a subagent run from a parent's tool) must not see the
 	// parent's tool call as its own.
 	ctx = context.WithValue(ctx, toolKey{}, (*toolRun)(nil))
-	ex := &exec{a: a, r: r, limit: o.limit, tokenStream: o.tokenStream, st: &State{}, pos: Position{Phase: PhaseBeforeAgent}}
+	ex := &exec{a: a, r: r, limit: o.limit, tokenStream: r.tokenStream, st: &State{}, pos: Position{Phase: PhaseBeforeAgent}}
 
 	var cp *Checkpoint
 	if o.thread != "" && r.cp != nil {

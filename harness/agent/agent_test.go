@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -736,4 +737,64 @@ func TestUpdatesFromToolWrappersAfterTheToolAreKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "A", res.State.Files["/a.txt"].Content)
 	assert.Equal(t, "after touch", res.State.Files["/late.txt"].Content)
+}
+
+// howCalled records whether each call came through Generate or Stream.
+type howCalled struct {
+	*fakes.Scripted
+	mu    sync.Mutex
+	calls []string
+}
+
+func (h *howCalled) note(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.calls = append(h.calls, s)
+}
+
+func (h *howCalled) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	h.note("generate")
+	return h.Scripted.Generate(ctx, req)
+}
+
+func (h *howCalled) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	h.note("stream")
+	return h.Scripted.Stream(ctx, req)
+}
+
+// TestNestedAgentsInheritTokenStreaming: a subagent run from a streaming
+// run streams too, unless it is told otherwise (as the rubric grader is).
+func TestNestedAgentsInheritTokenStreaming(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		parent      []agent.Option
+		child       []agent.Option
+		parentCalls []string
+		childCalls  []string
+	}{
+		{"plain", nil, nil, []string{"generate", "generate"}, []string{"generate"}},
+		{"streaming parent", []agent.Option{agent.WithTokenStream()}, nil, []string{"stream", "stream"}, []string{"stream"}},
+		{"child opts out", []agent.Option{agent.WithTokenStream()}, []agent.Option{agent.WithTokenStreaming(false)}, []string{"stream", "stream"}, []string{"generate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			childModel := &howCalled{Scripted: fakes.NewScripted(fakes.Reply("child done"))}
+			child, err := agent.New(agent.Config{Name: "child", Model: childModel})
+			require.NoError(t, err)
+			ask := tool.Must(tool.New("ask", "Asks the child agent.", func(ctx context.Context, _ struct{}) (string, error) {
+				res, err := child.Invoke(ctx, agent.Input{Messages: []llm.Message{llm.User("help")}}, tc.child...)
+				if err != nil {
+					return "", err
+				}
+				return res.Text(), nil
+			}))
+			parentModel := &howCalled{Scripted: fakes.NewScripted(fakes.Calls("", fakes.Call("ask", nil)), fakes.Reply("done"))}
+			parent, err := agent.New(agent.Config{Model: parentModel, Tools: []tool.Tool{ask}})
+			require.NoError(t, err)
+			res, err := parent.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("go")}}, tc.parent...)
+			require.NoError(t, err)
+			assert.Equal(t, "done", res.Text())
+			assert.Equal(t, tc.parentCalls, parentModel.calls)
+			assert.Equal(t, tc.childCalls, childModel.calls)
+		})
+	}
 }

@@ -24,6 +24,8 @@ type run struct {
 	lane    string                     // replay lane; the path unless set
 	cp      Checkpointer
 	step    atomic.Int64 // steps taken so far, stamped on custom events
+	// tokenStream says whether model calls stream; nested runs inherit it.
+	tokenStream bool
 }
 
 type runKey struct{}

@@ -501,6 +501,10 @@ func (m *RubricMiddleware) grade(ctx context.Context, payload string) (*GraderRe
 	opts := []agent.Option{
 		agent.WithAgentPath(agent.AgentPath(ctx) + "/" + RubricGraderName),
 		agent.WithEvents(func(ev agent.Event) { agent.EmitEvent(ctx, ev) }),
+		// The grader is not the agent under test: it keeps plain calls when
+		// the agent streams, so its recordings do not depend on how the
+		// agent was called.
+		agent.WithTokenStreaming(false),
 	}
 	for attempt := 0; ; attempt++ {
 		res, err := m.grader.Invoke(ctx, agent.Input{Messages: msgs}, opts...)

@@ -448,7 +448,8 @@ func (v *view) reportedUsage() (int, int) {
 		if msg.Role != llm.RoleAssistant {
 			continue
 		}
-		if msg.Usage == nil || msg.Usage.IsZero() {
+		if msg.Usage == nil || msg.Usage.IsZero() || !msg.Usage.Known() {
+			// A provider that reported no usage leaves the estimate to the counter.
 			return -1, 0
 		}
 		if v.event != nil && v.stateIndex(i) < v.event.StateLen {
