@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 	vcrrecorder "gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
@@ -77,6 +78,7 @@ type config struct {
 	transport     http.RoundTripper
 	getenv        func(string) string
 	recordedHost  string
+	noLatency     bool
 }
 
 // WithMode asks for a mode. With CI=true, record and record-missing become
@@ -121,6 +123,12 @@ func WithGetenv(fn func(string) string) Option { return func(c *config) { c.gete
 // local server on a random port then writes the same file every time;
 // matching ignores the host, so replay is unaffected.
 func WithRecordedHost(host string) Option { return func(c *config) { c.recordedHost = host } }
+
+// WithoutLatency keeps no timings in recorded interactions (duration 0s,
+// which replay reports as unknown latency). Recordings made against a local
+// scripted server use it: their timings say nothing about a model, and
+// leaving them out keeps every recording of the same run byte-identical.
+func WithoutLatency() Option { return func(c *config) { c.noLatency = true } }
 
 // ResolveMode applies the environment to a requested mode ("" for none).
 // With CI=true, everything but an explicit live request replays: CI never
@@ -184,11 +192,20 @@ func ResolveModeOver(requested, fallback Mode, getenv func(string) string) (mode
 // Recorder records and replays HTTP exchanges with model providers. Put its
 // Client (or the Recorder itself, an http.RoundTripper) under a provider SDK.
 //
+// Each recorded interaction keeps how long the exchange took, from sending
+// the request to the last byte of the answer, in go-vcr's duration field
+// (go-vcr itself stops its clock at the response headers, which for a
+// stream is before the answer), and for an event stream the time to its
+// first byte in the response header provider.FirstEventHeader, since
+// go-vcr's format has no other place for per-interaction data. Every answer
+// the recorder serves carries the recorded duration in
+// provider.DurationHeader, so the adapters report the recorded latency, not
+// the replay's. Recorded latency is never slept out.
+//
 // Requests are matched per lane (see WithLane and LaneOf): an interaction
 // recorded in a lane answers only requests from that lane, while
 // interactions recorded without a lane answer any lane. Within a lane,
 // matching interactions are handed out in recorded order and each once.
-// Recorded latency is never replayed.
 //
 // The match mode is the one the cassette declares (dageval.match, body by
 // default) unless WithMatch overrides it. A saved request carries its lane
@@ -219,6 +236,7 @@ type Recorder struct {
 	vcr        *vcrrecorder.Recorder
 	calls      atomic.Int64
 	pending    sync.Map // call id → captured *vcr.Interaction
+	timings    sync.Map // call id → *timing of the exchange being recorded
 
 	// rerecord says why record-missing set a loaded cassette aside (it held
 	// error answers or nothing) and records it anew; "" when it did not.
@@ -322,7 +340,7 @@ func New(path string, opts ...Option) (*Recorder, error) {
 		// go-vcr reads each answer whole before handing it on, so what
 		// arrives from the provider is watched here, under it: a long
 		// recorded stream is judged by its silences, not its length.
-		real := provider.WatchProgress(&laneStripper{next: cfg.transport})
+		real := provider.WatchProgress(&laneStripper{next: cfg.transport, timings: &r.timings})
 		r.vcr, err = vcrrecorder.New(path,
 			vcrrecorder.WithMode(vcrrecorder.ModeRecordOnly),
 			vcrrecorder.WithRealTransport(real),
@@ -593,9 +611,21 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 			}
 		}
 		e.used = true
-		return cassette.Response(req, e.it)
+		return serve(req, e.it)
 	}
 	return nil
+}
+
+// serve builds the response to req from a recorded interaction, telling the
+// adapters its recorded duration.
+func serve(req *http.Request, it *vcr.Interaction) *http.Response {
+	resp := cassette.Response(req, it)
+	d := "unknown"
+	if it.Response.Duration > 0 {
+		d = it.Response.Duration.String()
+	}
+	resp.Header.Set(provider.DurationHeader, d)
+	return resp
 }
 
 // record sends the request through the go-vcr recorder, which captures the
@@ -639,7 +669,7 @@ func (r *Recorder) record(req *http.Request, lane string, body []byte) (*http.Re
 		r.failures = append(r.failures, &failure{key: key, what: fmt.Sprintf("%s %s: %s", req.Method, req.URL.Path, it.Response.Status), attempts: attempts, entry: e})
 	}
 	r.mu.Unlock()
-	return cassette.Response(req, it), nil
+	return serve(req, it), nil
 }
 
 // supersede marks the failures of an earlier attempt of the same request
@@ -694,6 +724,15 @@ func (r *Recorder) capture(i *vcr.Interaction) error {
 	i.Request.Headers.Del(callHeader)
 	seen := cassette.Redact(i, r.cfg.redactHeaders)
 	i.Response.Duration = 0
+	i.Response.Headers.Del(provider.DurationHeader)
+	i.Response.Headers.Del(provider.FirstEventHeader)
+	if t, ok := r.timings.LoadAndDelete(id); ok && !r.cfg.noLatency {
+		d, first := t.(*timing).result()
+		i.Response.Duration = d
+		if first > 0 && provider.IsEventStream(i.Response.Headers.Get("Content-Type")) {
+			i.Response.Headers.Set(provider.FirstEventHeader, first.String())
+		}
+	}
 	if host := r.cfg.recordedHost; host != "" {
 		if u, err := url.Parse(i.Request.URL); err == nil {
 			u.Host = host
@@ -805,10 +844,14 @@ func (r *Recorder) save(c *cassette.Cassette) error {
 }
 
 // laneStripper removes dageval's bookkeeping headers before a recorded
-// request leaves the process.
-type laneStripper struct{ next http.RoundTripper }
+// request leaves the process, and times the exchange for the interaction.
+type laneStripper struct {
+	next    http.RoundTripper
+	timings *sync.Map
+}
 
 func (s *laneStripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	id := req.Header.Get(callHeader)
 	out := req.Clone(req.Context())
 	out.Header.Del(callHeader)
 	out.Header.Del(cassette.LaneHeader)
@@ -816,7 +859,58 @@ func (s *laneStripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return next.RoundTrip(out)
+	t := &timing{start: time.Now()}
+	resp, err := next.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &timedBody{ReadCloser: resp.Body, t: t}
+	s.timings.Store(id, t)
+	return resp, nil
+}
+
+// timing is how long one recorded exchange took. go-vcr reads the whole
+// body before the capture hook runs, so by then the body's first and last
+// reads are known.
+type timing struct {
+	mu                sync.Mutex
+	start, first, end time.Time
+}
+
+// result returns the exchange's duration and the time to its first body
+// byte, rounded to milliseconds: finer digits are noise and would only make
+// cassettes differ.
+func (t *timing) result() (duration, first time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	end := t.end
+	if end.IsZero() {
+		end = time.Now()
+	}
+	duration = max(end.Sub(t.start).Round(time.Millisecond), time.Millisecond)
+	if !t.first.IsZero() {
+		first = max(t.first.Sub(t.start).Round(time.Millisecond), time.Millisecond)
+	}
+	return duration, first
+}
+
+type timedBody struct {
+	io.ReadCloser
+	t *timing
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	now := time.Now()
+	b.t.mu.Lock()
+	if n > 0 && b.t.first.IsZero() {
+		b.t.first = now
+	}
+	if err != nil && b.t.end.IsZero() {
+		b.t.end = now
+	}
+	b.t.mu.Unlock()
+	return n, err
 }
 
 // discardFS keeps go-vcr's own recorder from touching the disk.

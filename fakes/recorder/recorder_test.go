@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,6 +24,7 @@ import (
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
 )
 
 // canary is an API key that must never reach a cassette.
@@ -174,7 +176,8 @@ func TestRecorderRedactsEverySensitiveHeader(t *testing.T) {
 	assert.Equal(t, []string{cassette.Redacted}, it.Response.Headers.Values("Openai-Organization"))
 	assert.Contains(t, it.Request.URL, "key=REDACTED")
 	assert.Contains(t, it.Request.URL, "api-version=2024")
-	assert.Zero(t, it.Response.Duration, "recorded latency is not kept")
+	assert.Positive(t, it.Response.Duration, "the exchange's duration is kept")
+	assert.Empty(t, it.Response.Headers.Values(provider.FirstEventHeader), "a JSON answer has no first event")
 
 	// A replay with the real key in the query still matches: credentials are not part of the key.
 	rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
@@ -750,4 +753,53 @@ func TestReplayImportedRecordingInOrder(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.Body, "event: message_start\n"))
 	assert.Contains(t, r.Body, `"type":"signature_delta"`)
 	assert.Contains(t, r.Body, "event: message_stop\n")
+}
+
+// TestRecorderKeepsLatency: a recorded stream keeps its duration and the
+// time to its first byte, every answer served tells the adapters its
+// recorded duration, and WithoutLatency keeps none.
+func TestRecorderKeepsLatency(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"a\":1}\n\n")
+		w.(http.Flusher).Flush()
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		opts []recorder.Option
+		kept bool
+	}{{"kept", nil, true}, {"without latency", []recorder.Option{recorder.WithoutLatency()}, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "stream.yaml")
+			rec, err := recorder.New(path, append(tc.opts, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv))...)
+			require.NoError(t, err)
+			live := posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1/chat/completions", `{"stream":true}`)
+			require.NoError(t, rec.Stop())
+			c, err := cassette.Read(path)
+			require.NoError(t, err)
+			it := c.Interactions[0]
+			first := it.Response.Headers.Get(provider.FirstEventHeader)
+			if !tc.kept {
+				assert.Zero(t, it.Response.Duration)
+				assert.Empty(t, first)
+				assert.Equal(t, "unknown", live.Header.Get(provider.DurationHeader))
+				return
+			}
+			assert.Positive(t, it.Response.Duration)
+			f, err := time.ParseDuration(first)
+			require.NoError(t, err, "first event %q", first)
+			assert.Positive(t, f)
+			assert.LessOrEqual(t, f, it.Response.Duration)
+			assert.Equal(t, it.Response.Duration.String(), live.Header.Get(provider.DurationHeader), "the recording's own answer says it too")
+
+			rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
+			require.NoError(t, err)
+			r := posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+"/v1/chat/completions", `{"stream":true}`)
+			assert.Equal(t, it.Response.Duration.String(), r.Header.Get(provider.DurationHeader))
+			assert.Equal(t, first, r.Header.Get(provider.FirstEventHeader))
+			assert.Equal(t, live.Body, r.Body, "the stream replays byte for byte")
+		})
+	}
 }
