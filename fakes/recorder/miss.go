@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -113,6 +114,11 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 			}
 		}
 		e.Summary = tier.summary
+		if r.match == cassette.MatchBody {
+			if rec, now, only := r.onlyStreamDiffers([]byte(best.it.Request.Body), body); only {
+				e.Summary = strings.TrimSpace(e.Summary + " " + streamHint(best.index, rec, now))
+			}
+		}
 		e.Nearest = best.index
 		note := []string{}
 		if r.source != nil && best.index >= 0 && best.index < len(r.source.Lines) && r.source.Lines[best.index] > 0 {
@@ -153,4 +159,37 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 		e.Summary = fmt.Sprintf("the cassette has no interaction for %s %s; its %d interactions are for %s.", req.Method, req.URL.Path, len(r.entries), strings.Join(routes, ", "))
 	}
 	return e
+}
+
+// onlyStreamDiffers reports whether two request bodies differ only in
+// whether they ask for a stream ("stream" and the "stream_options" that go
+// with it), and what each asked.
+func (r *Recorder) onlyStreamDiffers(recorded, request []byte) (recStream, reqStream, only bool) {
+	strip := func(b []byte) (string, bool, bool) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) != nil || m == nil {
+			return "", false, false
+		}
+		stream := string(m["stream"]) == "true"
+		delete(m, "stream")
+		delete(m, "stream_options")
+		out, err := json.Marshal(m)
+		if err != nil {
+			return "", false, false
+		}
+		return r.canon.Key(out), stream, true
+	}
+	a, recStream, ok1 := strip(recorded)
+	b, reqStream, ok2 := strip(request)
+	return recStream, reqStream, ok1 && ok2 && recStream != reqStream && a == b
+}
+
+// streamHint tells the user that the run calls the model differently from
+// how it was recorded, and how to make them agree.
+func streamHint(index int, recorded, now bool) string {
+	how := map[bool]string{true: "streamed", false: "not streamed"}
+	return fmt.Sprintf("The request differs from recorded interaction %d only in `stream`: the recording was %s (stream: %v) and this run's call is %s (stream: %v). "+
+		"Call the model the way it was recorded: set `stream: %v` on the model in the suite's models list (models: [{model: provider:model, stream: %v}]), on the profile, or at the top of the suite; "+
+		"or re-record with DAGEVAL_RECORD=1, or replay in order (match: order), which ignores request bodies.",
+		index, how[recorded], recorded, how[now], now, recorded, recorded)
 }

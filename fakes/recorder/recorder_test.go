@@ -376,6 +376,23 @@ func TestReplayMissShowsTheDiff(t *testing.T) {
 		require.ErrorContains(t, err, "in other lanes")
 	})
 
+	t.Run("only stream differs", func(t *testing.T) {
+		rep := replay()
+		streamed := strings.Replace(turn1, `"max_tokens":256,`, `"max_tokens":256,"stream":true,`, 1)
+		_, err := posttest.Post(t, ctx, rep.Client(), srv.URL+"/v1/messages", streamed)
+		var miss *recorder.MissError
+		require.ErrorAs(t, err, &miss)
+		for _, want := range []string{
+			"only in `stream`: the recording was not streamed (stream: false) and this run's call is streamed (stream: true)",
+			"set `stream: false` on the model in the suite's models list",
+		} {
+			assert.Contains(t, miss.Summary, want)
+		}
+		_, err = posttest.Post(t, ctx, rep.Client(), srv.URL+"/v1/messages", strings.Replace(streamed, "Paris", "Rome", 1))
+		require.ErrorAs(t, err, &miss)
+		assert.NotContains(t, miss.Summary, "only in `stream`", "another difference is not a stream mismatch")
+	})
+
 	t.Run("unknown route", func(t *testing.T) {
 		rep := replay()
 		_, err := posttest.Post(t, ctx, rep.Client(), srv.URL+"/v1/chat/completions", `{"model":"x"}`)
