@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 
 	"github.com/dageval/dageval/fakes/cassette"
+	"github.com/dageval/dageval/fakes/replay"
 )
 
 func init() {
@@ -21,6 +23,12 @@ order (--match order), because their request bodies came from another
 client. Credentials in headers and query parameters are redacted; the import
 is refused, and nothing is written, when lint's secret checks still find a
 credential (for example a key inside a body).
+
+After writing, it warns (on stderr, as OUT:LINE: interaction N: ...) about
+every interaction on a path no adapter speaks: a model call on another API,
+which replay cannot answer through an adapter, or traffic that is not a
+model call at all (an image download, a tracing endpoint), which no adapter
+reads. Neither stops the import.
 
 Exit codes: 0 written, 1 refused because of secrets, 2 bad input.`,
 		run: runCassetteImport,
@@ -89,5 +97,34 @@ func runCassetteImport(_ context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "warning: %s\n", p)
 		}
 	}
+	written, err := cassette.Read(*out)
+	if err != nil {
+		return &exitError{code: exitBad, msg: err.Error()}
+	}
+	for _, w := range unspokenPaths(written) {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
 	return nil
+}
+
+// unspokenPaths names the interactions of c on paths no adapter speaks,
+// located in c's file.
+func unspokenPaths(c *cassette.Cassette) []string {
+	var out []string
+	for i, it := range c.Interactions {
+		u, err := url.Parse(it.Request.URL)
+		if err != nil || cassette.APIOf(u.Path) != "" {
+			continue
+		}
+		at := c.Path
+		if i < len(c.Lines) && c.Lines[i] > 0 {
+			at = fmt.Sprintf("%s:%d", c.Path, c.Lines[i])
+		}
+		what := "not a model call (no adapter reads it; a replayed agent never asks for it)"
+		if replay.IsModelCall(it) {
+			what = "a model call on an API no adapter speaks (known: /v1/messages, /chat/completions, /responses); replay cannot answer the agent from it"
+		}
+		out = append(out, fmt.Sprintf("%s: interaction %d: %s %s: %s", at, i, it.Request.Method, u.Path, what))
+	}
+	return out
 }

@@ -35,7 +35,9 @@ line per problem as FILE:LINE: interaction N: CHECK: message. The checks:
                replayed run can only fail
   error-answer (a warning) an interaction's answer is an error status, which
                replay hands out as the provider's answer
-  duplicate    an interaction repeats an earlier one of its lane exactly
+  duplicate    body matching only: an interaction repeats an earlier one of
+               its lane exactly; in order matching a repeat is a genuine
+               repeated request that replay reaches
   unreachable  body matching only: an earlier interaction answers the same
                request (lane, method, path, query, canonical body) with a 2xx
                response, so replay never hands this one out; in order

@@ -21,16 +21,24 @@ provider adapter the request path selects (/v1/messages: Anthropic Messages,
 /chat/completions: OpenAI Chat Completions, /responses: OpenAI Responses),
 JSON bodies and event streams alike, exactly as a replayed run reads it.
 
-For each interaction it prints index, method, url, status, streamed and api,
-then either the response (model, stop_reason, text, thinking when there is
-any, tool_calls with id, name and args, usage with input_tokens,
-output_tokens, cache_read_tokens and cache_write_tokens) or the adapter's
-error, for failed answers and answers it cannot read. Tool calls a server sent without an id show the id a replayed
-run derives for them. Credentials in URLs are redacted.
+For each interaction it prints index, method, url, status, streamed, api,
+outcome and the recorded latency, then either the response (model,
+stop_reason, text, thinking when there is any, tool_calls with id, name and
+args, usage with input_tokens, output_tokens, cache_read_tokens and
+cache_write_tokens, or "unknown" when the answer reported none, and warnings
+about oddities the adapter accepted) or the adapter's error. Tool calls a
+server sent without an id show the id a replayed run derives for them.
+Credentials in URLs are redacted.
 
-Exit codes: 0 every successful answer decoded (recorded failures are shown,
-not counted), 1 some 2xx answer could not be decoded, 2 the file could not be
-read or bad flags.`,
+The outcome is one of: answer; provider_error (a non-2xx answer or an error
+event in a stream: replay hands the agent that error, which is a correct
+answer to replay); not_a_model_call (traffic such as an image download or a
+tracing endpoint, which no adapter reads); no_adapter (a model call on an API
+no adapter speaks); undecodable (a successful answer the adapter cannot read,
+or a stream cut off before its end).
+
+Exit codes: 0 nothing is no_adapter or undecodable, 1 some interaction is
+(each is named with what to do), 2 the file could not be read or bad flags.`,
 		run: runCassetteShow,
 	})
 }
@@ -75,16 +83,30 @@ func runCassetteShow(ctx context.Context, e *env, args []string) error {
 	} else {
 		writeShownText(e.stdout, out)
 	}
-	failed := 0
+	var failed []string
 	for _, in := range out.Interactions {
 		if in.Failed() {
-			failed++
+			failed = append(failed, fmt.Sprintf("interaction %d (%s %s): %s", in.Index, in.Method, in.URL, failureAdvice(in)))
 		}
 	}
-	if failed > 0 {
-		return failures("%d of %d interactions hold a successful answer no adapter could decode", failed, len(out.Interactions))
+	if len(failed) > 0 {
+		return failures("%d of %d interactions cannot be replayed through an adapter:\n  %s", len(failed), len(out.Interactions), strings.Join(failed, "\n  "))
 	}
 	return nil
+}
+
+// failureAdvice says what is wrong with an interaction replay cannot use
+// and what to do about it.
+func failureAdvice(in replay.Interaction) string {
+	if in.Outcome == replay.OutcomeNoAdapter {
+		return "a model call on an API no adapter speaks (known: /v1/messages, /chat/completions, /responses); record the run against a provider dageval speaks, or drop the interaction if the agent under test never makes this call"
+	}
+	return "its successful answer cannot be decoded (" + firstLineOf(in.Error) + "); re-record it (DAGEVAL_RECORD=1), or drop it if the recording was cut short"
+}
+
+func firstLineOf(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
 }
 
 // writeShownText prints one block per interaction, fields aligned, long
@@ -113,8 +135,19 @@ func writeShownText(w io.Writer, c shownCassette) {
 		field("status", fmt.Sprint(in.Status))
 		field("streamed", fmt.Sprint(in.Streamed))
 		field("api", api)
+		field("outcome", strings.ReplaceAll(string(in.Outcome), "_", " "))
+		switch l := in.Latency; {
+		case l == nil:
+			field("latency", "not recorded")
+		case l.FirstEventMS > 0:
+			field("latency", fmt.Sprintf("%d ms, first event after %d ms", l.DurationMS, l.FirstEventMS))
+		default:
+			field("latency", fmt.Sprintf("%d ms", l.DurationMS))
+		}
 		if in.Response == nil {
-			field("error", strings.Split(in.Error, "\n")...)
+			if in.Error != "" {
+				field("error", strings.Split(in.Error, "\n")...)
+			}
 			continue
 		}
 		r := in.Response
@@ -140,7 +173,14 @@ func writeShownText(w io.Writer, c shownCassette) {
 			field("invalid_call", fmt.Sprintf("%s %s %q: %s", tc.ID, tc.Name, tc.Args, tc.Error))
 		}
 		u := r.Usage
-		field("usage", fmt.Sprintf("input_tokens %d, output_tokens %d, cache_read_tokens %d, cache_write_tokens %d",
-			u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens))
+		if u.Unknown {
+			field("usage", "unknown (the answer reported none)")
+		} else {
+			field("usage", fmt.Sprintf("input_tokens %d, output_tokens %d, cache_read_tokens %d, cache_write_tokens %d",
+				u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens))
+		}
+		for _, w := range r.Warnings {
+			field("warning", w)
+		}
 	}
 }

@@ -202,3 +202,25 @@ interactions:
 		})
 	}
 }
+
+// TestCassetteShowWireQuirks pins show's output for the reproduced wire
+// quirks: a stream that never carries finish_reason (decoded, with a
+// warning), one without usage (usage unknown), error events inside 200
+// streams (recorded provider errors, exit 0) and traffic that is no model
+// call (listed as such, exit 0).
+func TestCassetteShowWireQuirks(t *testing.T) {
+	for _, name := range []string{
+		"openrouter-no-finish-reason.yaml",
+		"chat-stream-without-usage.yaml",
+		"stream-error-events.yaml",
+		"not-model-calls.yaml",
+	} {
+		t.Run(name, func(t *testing.T) {
+			for _, format := range []string{"text", "json"} {
+				code, stdout, stderr := runCLI(t, "cassette", "show", "--format", format, filepath.Join("..", "..", "cassettes", "quirks", name))
+				require.Equal(t, 0, code, "stderr:\n%s", stderr)
+				snaps.MatchSnapshot(t, stdout)
+			}
+		})
+	}
+}

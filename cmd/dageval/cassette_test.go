@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -148,4 +149,75 @@ version: 1
 	code, stdout, _ = runCLI(t, "cassette", "lint", in)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "request header Authorization is not redacted")
+}
+
+// TestCassetteImportAgreesWithLintAndShow: a vcrpy recording with a repeated
+// request, an image download and a call on an API no adapter speaks
+// imports with warnings that point into the written file; lint passes it,
+// since order-only replay reaches both copies of the repeat; show lists the
+// download as no model call and fails only on the unspoken API, naming it.
+func TestCassetteImportAgreesWithLintAndShow(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.yaml")
+	chat := `  - request:
+      method: POST
+      uri: https://api.openai.com/v1/chat/completions
+      headers: {content-type: [application/json]}
+      body: '{"messages":[{"role":"user","content":"ping"}],"model":"gpt-4o-mini"}'
+    response:
+      status: {code: 200, message: OK}
+      headers: {content-type: [application/json]}
+      body: {string: '{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"pong"},"finish_reason":"stop"}],"usage":{"prompt_tokens":8,"completion_tokens":1,"total_tokens":9}}'}
+`
+	require.NoError(t, os.WriteFile(in, []byte(`interactions:
+  - request:
+      method: GET
+      uri: https://example.com/cat.png
+      headers: {}
+      body: null
+    response:
+      status: {code: 200, message: OK}
+      headers: {content-type: [image/png]}
+      body: {string: "png"}
+`+chat+chat+`  - request:
+      method: POST
+      uri: https://api.cohere.com/v2/chat
+      headers: {content-type: [application/json]}
+      body: '{"messages":[{"role":"user","content":"ping"}],"model":"command-r"}'
+    response:
+      status: {code: 200, message: OK}
+      headers: {content-type: [application/json]}
+      body: {string: '{"id":"c1","message":{"role":"assistant","content":[{"type":"text","text":"pong"}]},"finish_reason":"COMPLETE"}'}
+version: 1
+`), 0o644))
+	out := filepath.Join(dir, "out.yaml")
+	code, stdout, stderr := runCLI(t, "cassette", "import", "--from", "vcrpy", in, "-o", out)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	written, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.Split(string(written), "\n")
+	lineOf := func(id int) int {
+		for i, l := range lines {
+			if strings.TrimSpace(l) == fmt.Sprintf("- id: %d", id) {
+				return i + 1
+			}
+		}
+		t.Fatalf("no interaction %d in %s", id, out)
+		return 0
+	}
+	assert.Contains(t, stderr, fmt.Sprintf("warning: %s:%d: interaction 0: GET /cat.png: not a model call", out, lineOf(0)))
+	assert.Contains(t, stderr, fmt.Sprintf("warning: %s:%d: interaction 3: POST /v2/chat: a model call on an API no adapter speaks", out, lineOf(3)))
+	assert.NotContains(t, stderr, "interaction 1:")
+	assert.NotContains(t, stderr, "duplicate")
+
+	code, stdout, stderr = runCLI(t, "cassette", "lint", out)
+	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Equal(t, "1 files ok\n", stdout)
+
+	code, stdout, stderr = runCLI(t, "cassette", "show", out)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "outcome      not a model call")
+	assert.Contains(t, stderr, "1 of 4 interactions cannot be replayed through an adapter")
+	assert.Contains(t, stderr, "interaction 3 (POST https://api.cohere.com/v2/chat): a model call on an API no adapter speaks")
+	assert.NotContains(t, stderr, "interaction 0")
 }

@@ -99,10 +99,13 @@ func parseAnyCassette(path string, data []byte) (*Cassette, error) {
 //   - secret: sensitive headers and query parameters hold only redaction
 //     markers; no configured secret and no key-shaped string (sk-…, AIza…)
 //     appears in a URL, a header or a body.
-//   - duplicate: an interaction repeats an earlier one of its lane exactly
-//     (method, URL, canonical request body, status and response body):
-//     a recorder never writes that for one run; it comes from merged or
-//     hand-copied cassettes.
+//   - duplicate, in body mode: an interaction repeats an earlier one of its
+//     lane exactly (method, URL, canonical request body, status and
+//     response body): a recorder never writes that for one run; it comes
+//     from merged or hand-copied cassettes. In order mode a repeat is a
+//     genuine repeated request (another client's recording, a test that
+//     asks twice): the n-th request for a route gets the n-th interaction,
+//     so replay reaches every copy.
 //   - empty: the cassette has no interactions, or only error answers
 //     (status 400 and above): replaying it can only fail. A recording that
 //     lost its provider wrote such files before dageval kept the previous
@@ -180,7 +183,7 @@ func Lint(c *Cassette, opts LintOptions) []Problem {
 			if prev.route != cur.route || prev.query != cur.query || prev.key != cur.key {
 				continue
 			}
-			if prev.lane == cur.lane && prev.code == cur.code && prev.respBody == cur.respBody {
+			if match == MatchBody && prev.lane == cur.lane && prev.code == cur.code && prev.respBody == cur.respBody {
 				add(i, CheckDuplicate, "repeats interaction %d exactly (same request and response)", j)
 				break
 			}

@@ -96,6 +96,7 @@ func TestLintChecks(t *testing.T) {
 			want: []string{"secret: request url query parameter key is not redacted"}},
 		{name: "duplicate", xs: []ix{{reqBody: turn("a")}, {reqBody: turn("b")}, {reqBody: turn("a")}},
 			want: []string{"interaction 2: duplicate: repeats interaction 0 exactly"}},
+		{name: "order mode: a repeated request is genuine", match: cassette.MatchOrder, xs: []ix{{reqBody: turn("a")}, {reqBody: turn("a")}}},
 		{name: "duplicate ignores key order", xs: []ix{{reqBody: `{"a":1,"b":2}`}, {reqBody: `{"b":2, "a":1}`}},
 			want: []string{"interaction 1: duplicate: repeats interaction 0"}},
 		{name: "unreachable after a success", xs: []ix{{reqBody: turn("a"), respBody: `{"n":1}`}, {reqBody: turn("a"), respBody: `{"n":2}`}},

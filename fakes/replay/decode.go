@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -18,9 +19,20 @@ import (
 // ErrNoAdapter is wrapped by Decode's error for a request path no adapter speaks.
 var ErrNoAdapter = fmt.Errorf("no adapter speaks this path (known: /v1/messages, /chat/completions, /responses)")
 
-// Answer is the recorded response of it.
+// Answer is the recorded response of it, with its recorded duration in
+// provider.DurationHeader as a recorder serves it, so that decoding reports
+// the recorded latency.
 func Answer(it *vcr.Interaction) provider.RecordedAnswer {
-	return provider.RecordedAnswer{StatusCode: it.Response.Code, Header: it.Response.Headers, Body: []byte(it.Response.Body)}
+	h := it.Response.Headers.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	d := "unknown"
+	if it.Response.Duration > 0 {
+		d = it.Response.Duration.String()
+	}
+	h.Set(provider.DurationHeader, d)
+	return provider.RecordedAnswer{StatusCode: it.Response.Code, Header: h, Body: []byte(it.Response.Body)}
 }
 
 // Decode reads a recorded interaction's answer with the adapter its request
