@@ -180,6 +180,9 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	opts := []agent.Option{
 		agent.WithClock(func() time.Time { return runClock }),
 		agent.WithEvents(func(ev agent.Event) {
+			if ev.Type == agent.EventModelChunk {
+				return // the model_end event that follows holds the whole answer
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			events = append(events, ev)
@@ -199,6 +202,9 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	}
 	if r.s.Limits.MaxSteps > 0 {
 		opts = append(opts, agent.WithRecursionLimit(r.s.Limits.MaxSteps))
+	}
+	if cell.Stream {
+		opts = append(opts, agent.WithTokenStream())
 	}
 	out, runErr := built.agent.Invoke(runCtx, in, opts...)
 	if runErr != nil && ctx.Err() != nil {
@@ -299,7 +305,8 @@ func judge(ctx context.Context, c *Case, run *cellRun) CellResult {
 	rec := run.rec
 	res := CellResult{
 		Checks: []rubrics.CheckVerdict{}, Usage: rec.Usage, CostUSD: run.costUSD, CostKnown: run.costKnown,
-		Steps: run.steps, ToolCalls: append([]string{}, rec.ToolCallNames()...), Warnings: run.warnings,
+		Latency: latencyOf(run.events), Steps: run.steps, ToolCalls: append([]string{}, rec.ToolCallNames()...),
+		Warnings: append(slices.Clone(run.warnings), warningsOf(run.events)...),
 	}
 	errored := func(err error) CellResult {
 		res.Status, res.Error, res.Score, res.Cause = StatusError, err.Error(), 0, CauseOf(err)
@@ -579,6 +586,12 @@ func (p *pricer) add(path string, u llm.Usage) {
 	if err != nil {
 		p.known = false
 		return
+	}
+	if !u.Known() && !c.SelfHosted {
+		// A call whose usage was not reported cost something unknown (a
+		// self-hosted model costs nothing either way); the tokens that
+		// were reported are still priced.
+		p.known = false
 	}
 	p.usd += c.USD
 }

@@ -23,6 +23,8 @@ type Cell struct {
 	Cassette string
 	// Alias is the role the suite gives the cell's model ("" for none).
 	Alias string
+	// Stream says whether the cell's agent streams its model calls (see Suite.Streams).
+	Stream bool
 }
 
 var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
@@ -67,7 +69,7 @@ func (s *Suite) Cells(filter string, epochs int) ([]Cell, error) {
 					if cas == "" {
 						cas = filepath.Join(s.Cassettes, id+".yaml")
 					}
-					out = append(out, Cell{CellKey: k, ID: id, CaseDef: c, ProfileDef: p, Cassette: cas, Alias: s.Aliases[m]})
+					out = append(out, Cell{CellKey: k, ID: id, CaseDef: c, ProfileDef: p, Cassette: cas, Alias: s.Aliases[m], Stream: s.Streams(m, p)})
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package evals
 
 import (
 	"context"
+	"iter"
 
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness"
@@ -84,6 +85,7 @@ func (r *runner) models(cell Cell) (*cellModels, error) {
 	if r.s.Match != "" {
 		opts = append(opts, recorder.WithMatch(r.s.Match))
 	}
+	opts = append(opts, r.o.Recorder...)
 	rec, err := recorder.New(cell.Cassette, opts...)
 	if err != nil {
 		return nil, err
@@ -98,7 +100,8 @@ func (r *runner) models(cell Cell) (*cellModels, error) {
 }
 
 // limit wraps a model so that at most cap(sem) of its provider's calls are
-// in flight across the run.
+// in flight across the run. A streaming model stays one: the slot is held
+// until its stream ends.
 func limit(m llm.ChatModel, sem chan struct{}) llm.ChatModel {
 	l := limited{inner: m, sem: sem}
 	if _, ok := m.(llm.Identified); ok {
@@ -125,6 +128,35 @@ func (l limited) Generate(ctx context.Context, req *llm.Request) (*llm.Response,
 // Unwrap returns the limited model, for code that looks for its provider
 // configuration.
 func (l limited) Unwrap() llm.ChatModel { return l.inner }
+
+// Stream implements llm.StreamingModel; a model that cannot stream answers
+// with its whole response as the one final chunk.
+func (l limited) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		select {
+		case l.sem <- struct{}{}:
+		case <-ctx.Done():
+			yield(llm.Chunk{}, ctx.Err())
+			return
+		}
+		defer func() { <-l.sem }()
+		sm, ok := l.inner.(llm.StreamingModel)
+		if !ok {
+			resp, err := l.inner.Generate(ctx, req)
+			if err != nil {
+				yield(llm.Chunk{}, err)
+				return
+			}
+			yield(llm.Chunk{Response: resp}, nil)
+			return
+		}
+		for c, err := range sm.Stream(ctx, req) {
+			if !yield(c, err) || err != nil {
+				return
+			}
+		}
+	}
+}
 
 type identifiedLimited struct{ limited }
 

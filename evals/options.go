@@ -28,6 +28,9 @@ type Options struct {
 	// http.DefaultTransport sized for the concurrency when nil). Replays
 	// never reach it.
 	Transport http.RoundTripper
+	// Recorder adds options to every cell's recorder, such as
+	// recorder.WithoutLatency for recordings against a local scripted server.
+	Recorder []recorder.Option
 	// Getenv reads API keys, CI and DAGEVAL_RECORD (os.Getenv when nil).
 	Getenv func(string) string
 	// Progress receives a progress bar (ProgressBar) or one line per

@@ -55,8 +55,11 @@ type CellResult struct {
 	Usage  RoleUsage              `json:"usage"`
 	// CostUSD prices Usage with the model catalog; CostKnown is false when a
 	// model had no price, and then CostUSD counts only what could be priced.
-	CostUSD   float64  `json:"cost_usd"`
-	CostKnown bool     `json:"cost_known"`
+	CostUSD   float64 `json:"cost_usd"`
+	CostKnown bool    `json:"cost_known"`
+	// Latency is how long the agent waited on its models, recorded when
+	// replayed; nil when no model call had a known duration.
+	Latency   *Latency `json:"latency,omitempty"`
 	Steps     int      `json:"steps"`
 	ToolCalls []string `json:"tool_calls"`
 	// DurationMS is wall time; the only field that differs between two
@@ -64,7 +67,9 @@ type CellResult struct {
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
 	// Warnings are problems that did not decide the cell, such as the
-	// unplayed interactions of a case with allow_unused.
+	// unplayed interactions of a case with allow_unused, or what was odd
+	// about model answers the adapters still accepted (a stream without a
+	// finish reason, each such warning once).
 	Warnings []string `json:"warnings,omitempty"`
 	// Cause classifies the error of an errored cell (replay_miss,
 	// cassette_invalid, provider_error, …); empty for passed and failed cells.
@@ -194,6 +199,8 @@ type GroupSummary struct {
 	CostUSD   float64   `json:"cost_usd"`
 	CostKnown bool      `json:"cost_known"`
 	Tokens    RoleUsage `json:"tokens"`
+	// Latency sums up the cells' latency; nil when no cell's is known.
+	Latency *GroupLatency `json:"latency,omitempty"`
 }
 
 // Thresholds gate a run's exit code.

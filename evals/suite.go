@@ -68,6 +68,11 @@ type Suite struct {
 	// cell and compare pairs cells by it, so a pull request that swaps the
 	// model behind an alias is compared case by case.
 	Aliases map[string]string
+	// Stream is the suite's stream: whether the agent streams its model
+	// calls (see Suite.Streams); nil when the suite does not say.
+	Stream *bool
+	// ModelStream holds the stream: of the models entries that set one.
+	ModelStream map[string]bool
 	// Profiles are the harness profiles under test, in order; a suite
 	// without profiles has one, named "default", that changes nothing.
 	Profiles []*Profile
@@ -136,6 +141,8 @@ type Profile struct {
 	File string
 	// Config is the profile; nil means "no changes".
 	Config *profile.Config
+	// Stream is the profile entry's stream:; nil when it does not say.
+	Stream *bool
 
 	// harness is the profile Config builds, checked when the suite loads.
 	harness *profile.HarnessProfile
@@ -233,6 +240,7 @@ type rawSuite struct {
 	Providers           map[string]provider.Entry `yaml:"providers"`
 	Agent               node                      `yaml:"agent"`
 	Models              []node                    `yaml:"models"`
+	Stream              *bool                     `yaml:"stream"`
 	Profiles            []rawProfile              `yaml:"profiles"`
 	Grader              *rawGrader                `yaml:"grader"`
 	Epochs              *int                      `yaml:"epochs"`
@@ -253,6 +261,7 @@ type rawProfile struct {
 	Name    string `yaml:"name"`
 	File    string `yaml:"file"`
 	Profile node   `yaml:"profile"`
+	Stream  *bool  `yaml:"stream"`
 }
 
 type rawGrader struct {
@@ -425,6 +434,7 @@ func (p *parser) suite(raw *rawSuite) {
 	if !p.broken["models"] {
 		p.models(raw.Models)
 	}
+	s.Stream = raw.Stream
 	if !p.broken["profiles"] {
 		p.profiles(raw.Profiles)
 	}
@@ -589,7 +599,8 @@ func (p *parser) checkSpec(spec, at string) error {
 }
 
 // models reads the models under test: specs, or mappings of a spec and
-// its facts ({spec, context_window, max_output, prices}).
+// its facts ({spec, context_window, max_output, prices}) and whether the
+// agent streams from it (stream: true|false, see Suite.Streams).
 func (p *parser) models(raws []node) {
 	if len(raws) == 0 {
 		p.fail(p.errAt("models", "missing key models: list the model specs under test, e.g. [anthropic:claude-sonnet-4-6]"))
@@ -632,8 +643,8 @@ func (p *parser) models(raws []node) {
 				aliases[m.Alias] = true
 				p.s.Aliases[d.Spec] = m.Alias
 			}
-			// An entry that only gives an alias declares no model facts.
-			if m.Alias == "" || d.ContextWindow != 0 || d.MaxOutput != 0 || d.Prices != nil {
+			// An entry that only gives an alias or stream: declares no model facts.
+			if (m.Alias == "" && m.Stream == nil) || d.ContextWindow != 0 || d.MaxOutput != 0 || d.Prices != nil {
 				if err := d.Validate(); err != nil {
 					p.fail(p.declarationErr(at, err))
 					p.broken["models"] = true
@@ -641,9 +652,15 @@ func (p *parser) models(raws []node) {
 				}
 				p.s.ModelInfo = append(p.s.ModelInfo, d)
 			}
+			if m.Stream != nil {
+				if p.s.ModelStream == nil {
+					p.s.ModelStream = map[string]bool{}
+				}
+				p.s.ModelStream[d.Spec] = *m.Stream
+			}
 			spec = d.Spec
 		default:
-			p.fail(p.errAt(at, "want a model spec (provider:model) or {spec, alias, context_window, prices}, got %s", yamlx.Kind(rn.n)))
+			p.fail(p.errAt(at, "want a model spec (provider:model) or {spec, alias, stream, context_window, prices}, got %s", yamlx.Kind(rn.n)))
 			p.broken["models"] = true
 			continue
 		}
@@ -672,10 +689,11 @@ func (p *parser) models(raws []node) {
 }
 
 // modelEntry is a models entry written as a mapping: the model's facts
-// and the role (alias) it plays in the suite.
+// the role (alias) it plays in the suite, and whether it streams.
 type modelEntry struct {
 	catalog.Declaration `yaml:",inline"`
 	Alias               string `yaml:"alias"`
+	Stream              *bool  `yaml:"stream"`
 }
 
 // Role is the name a model plays in the suite: its alias, or the model
@@ -685,6 +703,21 @@ func (s *Suite) Role(model string) string {
 		return a
 	}
 	return model
+}
+
+// Streams reports whether a cell's agent streams its model calls, as Deep
+// Agents apps do: the model entry's stream: when it sets one, else the
+// profile entry's, else the suite's, else false. The most specific setting
+// wins, and the model comes first because whether a model (or the server
+// in front of it) streams well is a property of the model.
+func (s *Suite) Streams(model string, p *Profile) bool {
+	if v, ok := s.ModelStream[model]; ok {
+		return v
+	}
+	if p != nil && p.Stream != nil {
+		return *p.Stream
+	}
+	return s.Stream != nil && *s.Stream
 }
 
 // declarationErr positions a catalog.Declaration problem at its key.
@@ -759,7 +792,7 @@ func (p *parser) profile(i int, rp rawProfile, seen map[string]bool) (*Profile, 
 		return nil, p.errAt(at+".name", "profile %q is listed twice", rp.Name)
 	}
 	seen[rp.Name] = true
-	pr := &Profile{Name: rp.Name}
+	pr := &Profile{Name: rp.Name, Stream: rp.Stream}
 	switch {
 	case rp.File != "" && rp.Profile.present():
 		return nil, p.errAt(at, "give a profile file or an inline profile, not both")

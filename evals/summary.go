@@ -87,6 +87,7 @@ func (s *Suite) summarize(cells []Cell, results []*CellResult, mode string, tole
 func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
 	g := GroupSummary{Expected: len(idx), CostKnown: true}
 	var scores float64
+	var latencies []*Latency
 	type unit struct{ expected, passed int }
 	units := map[string]*unit{} // a case within a model × profile, across epochs
 	var order []string
@@ -123,7 +124,9 @@ func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
 		g.Tokens.Agent.Add(r.Usage.Agent)
 		g.Tokens.Subagents.Add(r.Usage.Subagents)
 		g.Tokens.Grader.Add(r.Usage.Grader)
+		latencies = append(latencies, r.Latency)
 	}
+	g.Latency = groupLatency(latencies)
 	if g.Expected > 0 {
 		g.PassRate = float64(g.Passed) / float64(g.Expected)
 		g.MeanScore = scores / float64(g.Expected)

@@ -293,7 +293,8 @@ func RecordEnv(name string) string {
 // path (record mode, the real provider adapters, one cassette per cell).
 // Cells are recorded one at a time: the server derives response ids from
 // the requests it has seen, so a fixed order makes every recording of the
-// suite byte-identical.
+// suite byte-identical; and without timings, which for a local scripted
+// server say nothing and would differ on every recording.
 func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.RunResult, error) {
 	srv := llmserver.NewServer(Model())
 	defer srv.Close()
@@ -305,6 +306,7 @@ func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.R
 		Mode:        recorder.ModeRecord,
 		Concurrency: 1,
 		Transport:   Redirect(srv.URL),
+		Recorder:    []recorder.Option{recorder.WithoutLatency()},
 		Getenv:      RecordEnv,
 		Progress:    progress,
 	})
