@@ -101,8 +101,9 @@ type GroupLatency struct {
 	Recorded bool `json:"recorded"`
 }
 
-// groupLatency sums up cells' latencies; nil when no cell's is known.
-func groupLatency(ls []*Latency) *GroupLatency {
+// GroupLatencyOf sums up cells' latencies as Summary does; nil when no
+// cell's is known.
+func GroupLatencyOf(ls []*Latency) *GroupLatency {
 	var ms []int64
 	var first, firsts int64
 	recorded := true

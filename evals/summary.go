@@ -126,7 +126,7 @@ func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
 		g.Tokens.Grader.Add(r.Usage.Grader)
 		latencies = append(latencies, r.Latency)
 	}
-	g.Latency = groupLatency(latencies)
+	g.Latency = GroupLatencyOf(latencies)
 	if g.Expected > 0 {
 		g.PassRate = float64(g.Passed) / float64(g.Expected)
 		g.MeanScore = scores / float64(g.Expected)

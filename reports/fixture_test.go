@@ -330,8 +330,27 @@ func buildFixture() (evals.Summary, []evals.CellResult, []*evals.CellDetail) {
 						score = 0
 					}
 					r.Score = math.Round(score*1000) / 1000
+					if model == fixModels[1] && profile == "terse" && c.id == "todo-plan" && epoch == 1 {
+						// One call's answer reported no usage: its tokens are unknown, so is the cost.
+						agentU.UnknownCalls++
+						r.CostKnown = false
+					}
 					r.Usage = evals.RoleUsage{Agent: agentU, Subagents: subU, Grader: graderU}
 					r.CostUSD = fixCost(model, r.Usage.Total())
+					if model == fixModels[1] {
+						// gpt-5's cassettes carry recorded latency (the terse
+						// profile streams); sonnet's were imported without it.
+						n := r.Steps
+						lat := &evals.Latency{Calls: n, Timed: n, ModelMS: int64(850*n + 40*epoch + 10*len(c.id)), Recorded: true}
+						if profile == "terse" {
+							lat.FirstEventMS = int64(300 + 20*epoch)
+						}
+						if c.id == "research-moons" && epoch == 2 {
+							lat.Timed-- // a call recorded before timings were kept
+							lat.ModelMS -= 850
+						}
+						r.Latency = lat
+					}
 					results = append(results, r)
 					d := &evals.CellDetail{SchemaVersion: evals.SchemaVersion, Result: r, Input: c.input, Messages: msgs, Subagents: subs, Evaluations: evalsDone, Files: files,
 						Cassette: "cassettes/quickstart/" + r.ID + ".yaml"}
@@ -381,7 +400,9 @@ func aggregate(cells []evals.CellResult, expected int) evals.GroupSummary {
 	g := evals.GroupSummary{Expected: expected, Cells: len(cells), K: fixEpochs, CostKnown: true}
 	byCase := map[string][2]int{} // passes, cells
 	total := 0.0
+	var lats []*evals.Latency
 	for _, c := range cells {
+		lats = append(lats, c.Latency)
 		switch c.Status {
 		case evals.StatusPass:
 			g.Passed++
@@ -392,6 +413,7 @@ func aggregate(cells []evals.CellResult, expected int) evals.GroupSummary {
 		}
 		total += c.Score
 		g.CostUSD += c.CostUSD
+		g.CostKnown = g.CostKnown && c.CostKnown
 		g.Tokens.Agent.Add(c.Usage.Agent)
 		g.Tokens.Subagents.Add(c.Usage.Subagents)
 		g.Tokens.Grader.Add(c.Usage.Grader)
@@ -403,6 +425,7 @@ func aggregate(cells []evals.CellResult, expected int) evals.GroupSummary {
 		v[1]++
 		byCase[key] = v
 	}
+	g.Latency = evals.GroupLatencyOf(lats)
 	g.Missing = expected - len(cells)
 	g.PassRate = float64(g.Passed) / float64(expected)
 	g.CI95 = wilson(g.Passed, expected)

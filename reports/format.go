@@ -156,3 +156,89 @@ func groupLabel(g Group) (string, string) {
 	}
 	return g.Model, g.Profile
 }
+
+// millis formats milliseconds readably: "812ms", "2.01s".
+func millis(ms int64) string {
+	if ms < 1000 {
+		return strconv.FormatInt(ms, 10) + "ms"
+	}
+	return strconv.FormatFloat(float64(ms)/1000, 'f', 2, 64) + "s"
+}
+
+// count formats a token count that some model calls may have left
+// unreported: the count, "≥count" when it is a lower bound, "unknown" when
+// nothing was reported, so that an unknown is never read as a zero.
+func count(n, unknownCalls int) string {
+	switch {
+	case unknownCalls == 0:
+		return thousands(n)
+	case n == 0:
+		return "unknown"
+	}
+	return "≥" + thousands(n)
+}
+
+// usageUnknown reports whether some model call of the run reported no usage.
+func (rep *Report) usageUnknown() bool {
+	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
+		for _, rc := range roleCounts(g.Tokens) {
+			if rc.Tokens.UnknownCalls > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+const usageFootnote = "≥ and unknown: some model calls reported no usage; their tokens are not counted"
+
+// groupLatency is a group's mean model time per cell, or "unknown".
+func groupLatency(l *GroupLatency) string {
+	if l == nil {
+		return "unknown"
+	}
+	return millis(l.MeanMS)
+}
+
+// cellLatency is a cell's model time, "≥…" when some calls were not timed,
+// or "unknown".
+func cellLatency(l *Latency) string {
+	if l == nil {
+		return "unknown"
+	}
+	if l.Timed < l.Calls {
+		return "≥" + millis(l.ModelMS)
+	}
+	return millis(l.ModelMS)
+}
+
+// firstEvent is a mean time to first event, or "–" when nothing streamed.
+func firstEvent(ms int64) string {
+	if ms <= 0 {
+		return "–"
+	}
+	return millis(ms)
+}
+
+// hasLatency reports whether any group or cell of the report has a known latency.
+func (rep *Report) hasLatency() bool {
+	if rep.Totals.Latency != nil {
+		return true
+	}
+	for _, c := range rep.Cells {
+		if c.Latency != nil {
+			return true
+		}
+	}
+	return false
+}
+
+const noLatencyNote = "Latency: unknown, no model call has recorded timings (cassettes recorded without them, such as imported vcrpy files)."
+
+// latencySource says where the latencies of a report come from.
+func (rep *Report) latencySource() string {
+	if l := rep.Totals.Latency; l != nil && !l.Recorded {
+		return "measured model time per cell"
+	}
+	return "recorded model time per cell"
+}

@@ -26,7 +26,13 @@ var htmlTemplate = template.Must(template.New("report.html.tmpl").Funcs(template
 	"join":      strings.Join,
 	"inc":       func(i int) int { return i + 1 },
 	"ci":        func(c [2]float64) string { return ci(c[0], c[1]) },
-	"tokens":    func(c TokenCount) string { return thousands(c.Input) + " / " + thousands(c.Output) },
+	"tokens": func(c TokenCount) string {
+		return count(c.Input, c.UnknownCalls) + " / " + count(c.Output, c.UnknownCalls)
+	},
+	"count":    func(n int, c TokenCount) string { return count(n, c.UnknownCalls) },
+	"glatency": groupLatency,
+	"clatency": cellLatency,
+	"first":    firstEvent,
 }).ParseFS(htmlFS, "html/report.html.tmpl"))
 
 type htmlPage struct {
@@ -41,6 +47,9 @@ type htmlPage struct {
 	Cells       []htmlCell
 	CostUnknown bool
 	CostNote    string
+	// UsageNote explains ≥ and unknown token counts when some call
+	// reported no usage; empty otherwise.
+	UsageNote string
 }
 
 type htmlMatrixRow struct {
@@ -105,6 +114,9 @@ func WriteHTML(w io.Writer, r *Run) error {
 		return err
 	}
 	p := htmlPage{R: rep, Headline: rep.headline(), MoreReasons: rep.moreReasons(), CSS: template.CSS(css), JS: template.JS(js), CostUnknown: rep.costUnknown(), CostNote: costFootnote}
+	if rep.usageUnknown() {
+		p.UsageNote = usageFootnote
+	}
 	var models []string
 	for _, g := range rep.Groups {
 		if !slices.Contains(models, g.Model) {

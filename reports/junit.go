@@ -17,8 +17,9 @@ import (
 // a CI viewer shows why the run failed and not only which cells did; then
 // one <testsuite> per model × profile and one <testcase> per cell. A failed
 // cell is a <failure>, an errored or missing cell an <error> typed by its
-// cause, since neither could be judged. No time attributes: wall time would
-// make two replays of a suite differ.
+// cause, since neither could be judged. A testcase's time is its agent's
+// model latency, recorded when replayed (so two replays give the same
+// bytes), and absent when unknown; wall time would make replays differ.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -47,6 +48,7 @@ type junitProperty struct {
 type junitCase struct {
 	Name       string          `xml:"name,attr"`
 	Classname  string          `xml:"classname,attr"`
+	Time       string          `xml:"time,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Failure    *junitProblem   `xml:"failure,omitempty"`
 	Error      *junitProblem   `xml:"error,omitempty"`
@@ -81,8 +83,36 @@ func tokenProps(prefix string, t Tokens, skipZero bool) []junitProperty {
 			junitProperty{prefix + rc.Role + ".cache_read_tokens", strconv.Itoa(c.CacheRead)},
 			junitProperty{prefix + rc.Role + ".cache_write_tokens", strconv.Itoa(c.CacheWrite)},
 		)
+		if c.UnknownCalls > 0 {
+			ps = append(ps, junitProperty{prefix + rc.Role + ".unknown_usage_calls", strconv.Itoa(c.UnknownCalls)})
+		}
 	}
 	return ps
+}
+
+// latencyProps lists a cell's latency as properties; none when unknown.
+func latencyProps(l *Latency) []junitProperty {
+	if l == nil {
+		return nil
+	}
+	ps := []junitProperty{{"latency.model_ms", strconv.FormatInt(l.ModelMS, 10)}, {"latency.calls_timed", strconv.Itoa(l.Timed)}, {"latency.calls", strconv.Itoa(l.Calls)}}
+	if l.FirstEventMS > 0 {
+		ps = append(ps, junitProperty{"latency.first_event_ms", strconv.FormatInt(l.FirstEventMS, 10)})
+	}
+	return append(ps, junitProperty{"latency.recorded", strconv.FormatBool(l.Recorded)})
+}
+
+// groupLatencyProps lists a group's latency as properties; none when unknown.
+func groupLatencyProps(l *GroupLatency) []junitProperty {
+	if l == nil {
+		return nil
+	}
+	ps := []junitProperty{{"latency.cells_timed", strconv.Itoa(l.Cells)}, {"latency.mean_ms", strconv.FormatInt(l.MeanMS, 10)},
+		{"latency.p50_ms", strconv.FormatInt(l.P50MS, 10)}, {"latency.p95_ms", strconv.FormatInt(l.P95MS, 10)}}
+	if l.FirstEventMS > 0 {
+		ps = append(ps, junitProperty{"latency.first_event_ms", strconv.FormatInt(l.FirstEventMS, 10)})
+	}
+	return append(ps, junitProperty{"latency.recorded", strconv.FormatBool(l.Recorded)})
 }
 
 // WriteJUnit writes the report as JUnit XML.
@@ -108,6 +138,7 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 			{"pass_at_k", f6(g.PassAtK)}, {"pass_hat_k", f6(g.PassHatK)},
 			{"cost_usd", f6(g.CostUSD)}, {"cost_known", strconv.FormatBool(g.CostKnown)},
 		}, tokenProps("tokens.", g.Tokens, false)...)
+		s.Properties = append(s.Properties, groupLatencyProps(g.Latency)...)
 		classname := junitClass(g.Model, g.Profile)
 		for _, c := range rep.Cells {
 			if c.Model != g.Model || c.Profile != g.Profile {
@@ -118,6 +149,10 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 				{"id", c.ID}, {"status", c.Status}, {"score", f6(c.Score)}, {"steps", strconv.Itoa(c.Steps)},
 				{"cost_usd", f6(c.CostUSD)}, {"cost_known", strconv.FormatBool(c.CostKnown)},
 			}, tokenProps("tokens.", c.Tokens, true)...)
+			tc.Properties = append(tc.Properties, latencyProps(c.Latency)...)
+			if l := c.Latency; l.Known() {
+				tc.Time = strconv.FormatFloat(float64(l.ModelMS)/1000, 'f', 3, 64)
+			}
 			tc.SystemOut = &junitText{cellSystemOut(c)}
 			if f, bad := failing[c.ID]; bad {
 				p := &junitProblem{Type: f.Status, Message: failureMessage(f), Text: failureText(f)}
@@ -233,10 +268,20 @@ func cellSystemOut(c Cell) string {
 	}
 	for _, rc := range roleCounts(c.Tokens) {
 		t := rc.Tokens
-		if t.total() == 0 {
-			continue
+		switch {
+		case t.UnknownCalls > 0:
+			fmt.Fprintf(&b, "tokens %s: %s in, %s out, %s cache read, %s cache write (%s reported no usage)\n", rc.Role,
+				count(t.Input, t.UnknownCalls), count(t.Output, t.UnknownCalls), count(t.CacheRead, t.UnknownCalls), count(t.CacheWrite, t.UnknownCalls),
+				plural(t.UnknownCalls, "call", "calls"))
+		case t.total() > 0:
+			fmt.Fprintf(&b, "tokens %s: %d in, %d out, %d cache read, %d cache write\n", rc.Role, t.Input, t.Output, t.CacheRead, t.CacheWrite)
 		}
-		fmt.Fprintf(&b, "tokens %s: %d in, %d out, %d cache read, %d cache write\n", rc.Role, t.Input, t.Output, t.CacheRead, t.CacheWrite)
+	}
+	if l := c.Latency; l != nil {
+		fmt.Fprintf(&b, "latency: %s model time over %d of %d calls, first event %s\n", cellLatency(l), l.Timed, l.Calls, firstEvent(l.FirstEventMS))
+	}
+	for _, w := range c.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
 	}
 	return b.String()
 }

@@ -88,9 +88,9 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			m = mdCode(m)
 		}
 		rows = append(rows, []string{m, md(p), pct(g.PassRate), ci(g.CI95[0], g.CI95[1]), strconv.Itoa(g.Passed), strconv.Itoa(g.Failed), strconv.Itoa(g.Errors), strconv.Itoa(g.Missing),
-			score(g.MeanScore), pct(g.PassAtK), pct(g.PassHatK), md(usd(g.CostUSD, g.CostKnown))})
+			score(g.MeanScore), pct(g.PassAtK), pct(g.PassHatK), md(usd(g.CostUSD, g.CostKnown)), groupLatency(g.Latency)})
 	}
-	mdTable(ew, "llrrrrrrrrrr", []string{"Model", "Profile", "Pass rate", "CI95", "Pass", "Fail", "Error", "Missing", "Score", "pass@" + k, "pass^" + k, "Cost"}, rows...)
+	mdTable(ew, "llrrrrrrrrrrr", []string{"Model", "Profile", "Pass rate", "CI95", "Pass", "Fail", "Error", "Missing", "Score", "pass@" + k, "pass^" + k, "Cost", "Latency"}, rows...)
 	if rep.costUnknown() {
 		fmt.Fprintf(ew, "\n%s\n", md(costFootnote))
 	}
@@ -103,16 +103,20 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 			m = mdCode(m)
 		}
 		io := func(c TokenCount) string {
-			s := thousands(c.Input) + " / " + thousands(c.Output)
+			s := count(c.Input, c.UnknownCalls) + " / " + count(c.Output, c.UnknownCalls)
 			if c.CacheRead+c.CacheWrite > 0 {
-				s += fmt.Sprintf(" (cache %s / %s)", thousands(c.CacheRead), thousands(c.CacheWrite))
+				s += fmt.Sprintf(" (cache %s / %s)", count(c.CacheRead, c.UnknownCalls), count(c.CacheWrite, c.UnknownCalls))
 			}
 			return s
 		}
-		rows = append(rows, []string{m, md(p), io(g.Tokens.Agent), io(g.Tokens.Subagents), io(g.Tokens.Grader), thousands(g.Tokens.Total.total())})
+		rows = append(rows, []string{m, md(p), io(g.Tokens.Agent), io(g.Tokens.Subagents), io(g.Tokens.Grader), count(g.Tokens.Total.total(), g.Tokens.Total.UnknownCalls)})
 	}
 	mdTable(ew, "llrrrr", []string{"Model", "Profile", "Agent in / out", "Subagents in / out", "Grader in / out", "Total"}, rows...)
+	if rep.usageUnknown() {
+		fmt.Fprintf(ew, "\n%s\n", md(usageFootnote))
+	}
 	fmt.Fprintf(ew, "\n</details>\n")
+	rep.writeLatencyMarkdown(ew)
 
 	if !rep.CellsIncluded {
 		fmt.Fprintf(ew, "\nCell results were not available (summary file only).\n")
@@ -137,6 +141,48 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(ew, "\n</details>\n")
 	}
 	return ew.err
+}
+
+// writeLatencyMarkdown folds the latency per group and per cell away, or
+// says in one line that no call has a recorded duration.
+func (rep *Report) writeLatencyMarkdown(w io.Writer) {
+	if !rep.hasLatency() {
+		fmt.Fprintf(w, "\n%s\n", md(noLatencyNote))
+		return
+	}
+	fmt.Fprintf(w, "\n<details><summary>Latency (%s)</summary>\n\n", rep.latencySource())
+	var rows [][]string
+	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
+		m, p := groupLabel(g)
+		if m != "total" {
+			m = mdCode(m)
+		}
+		row := []string{m, md(p), "0", "unknown", "unknown", "unknown", "–"}
+		if l := g.Latency; l != nil {
+			row = []string{m, md(p), strconv.Itoa(l.Cells), millis(l.MeanMS), millis(l.P50MS), millis(l.P95MS), firstEvent(l.FirstEventMS)}
+		}
+		rows = append(rows, row)
+	}
+	mdTable(w, "llrrrrr", []string{"Model", "Profile", "Cells timed", "Mean", "p50", "p95", "First event"}, rows...)
+	if rep.CellsIncluded {
+		rows = rows[:0]
+		for i, c := range rep.Cells {
+			if i == mdMaxCells {
+				break
+			}
+			timed, first := "none", "–"
+			if l := c.Latency; l != nil {
+				timed, first = fmt.Sprintf("%d of %d", l.Timed, l.Calls), firstEvent(l.FirstEventMS)
+			}
+			rows = append(rows, []string{mdCellName(c.CellKey), cellLatency(c.Latency), first, timed})
+		}
+		fmt.Fprintln(w)
+		mdTable(w, "lrrr", []string{"Cell", "Model time", "First event", "Calls timed"}, rows...)
+		if n := len(rep.Cells) - mdMaxCells; n > 0 {
+			fmt.Fprintf(w, "\n… and %d more; the JSON and HTML reports list every cell.\n", n)
+		}
+	}
+	fmt.Fprintf(w, "\n</details>\n")
 }
 
 func writeFailingMarkdown(w io.Writer, f FailingCell) {

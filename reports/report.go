@@ -86,6 +86,32 @@ type Group struct {
 	CostUSD   float64    `json:"cost_usd"`
 	CostKnown bool       `json:"cost_known"`
 	Tokens    Tokens     `json:"tokens"`
+	// Latency sums up the cells' model latency; null when no cell's is known.
+	Latency *GroupLatency `json:"latency"`
+}
+
+// Latency is how long a cell's agent waited on its models (see
+// evals.Latency): recorded durations when replayed.
+type Latency struct {
+	Calls        int   `json:"calls"`
+	Timed        int   `json:"timed"`
+	ModelMS      int64 `json:"model_ms"`
+	FirstEventMS int64 `json:"first_event_ms"`
+	Recorded     bool  `json:"recorded"`
+}
+
+// Known reports whether every model call of the cell had a known duration.
+func (l *Latency) Known() bool { return l != nil && l.Calls > 0 && l.Timed == l.Calls }
+
+// GroupLatency sums up the latency of a group's fully timed cells (see
+// evals.GroupLatency).
+type GroupLatency struct {
+	Cells        int   `json:"cells"`
+	MeanMS       int64 `json:"mean_ms"`
+	P50MS        int64 `json:"p50_ms"`
+	P95MS        int64 `json:"p95_ms"`
+	FirstEventMS int64 `json:"first_event_ms"`
+	Recorded     bool  `json:"recorded"`
 }
 
 // Tokens is token usage per role and in total.
@@ -96,12 +122,15 @@ type Tokens struct {
 	Total     TokenCount `json:"total"`
 }
 
-// TokenCount is one role's token usage.
+// TokenCount is one role's token usage. UnknownCalls counts the model calls
+// that reported no usage: with it above 0 the counts are a lower bound (or
+// unknown when 0), never a measured zero.
 type TokenCount struct {
-	Input      int `json:"input"`
-	Output     int `json:"output"`
-	CacheRead  int `json:"cache_read"`
-	CacheWrite int `json:"cache_write"`
+	Input        int `json:"input"`
+	Output       int `json:"output"`
+	CacheRead    int `json:"cache_read"`
+	CacheWrite   int `json:"cache_write"`
+	UnknownCalls int `json:"unknown_calls"`
 }
 
 // RoleTotals is the run's token usage of one role, over all cells.
@@ -122,6 +151,8 @@ type Cell struct {
 	Tokens    Tokens   `json:"tokens"`
 	CostUSD   float64  `json:"cost_usd"`
 	CostKnown bool     `json:"cost_known"`
+	// Latency is the cell's model latency; null when no call had a known duration.
+	Latency   *Latency `json:"latency"`
 	Steps     int      `json:"steps"`
 	ToolCalls []string `json:"tool_calls"`
 	Error     string   `json:"error"`
@@ -129,6 +160,8 @@ type Cell struct {
 	Cause string `json:"cause,omitempty"`
 	// Alias is the role of the cell's model in the suite, when it has one.
 	Alias string `json:"alias,omitempty"`
+	// Warnings say what was odd about model answers that were still accepted.
+	Warnings []string `json:"warnings"`
 }
 
 // Rubric is a cell's final rubric verdict.
@@ -256,7 +289,35 @@ func nonNil[T any](s []T) []T {
 }
 
 func countOf(u llm.Usage) TokenCount {
-	return TokenCount{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens}
+	return TokenCount{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.CacheReadTokens, CacheWrite: u.CacheWriteTokens, UnknownCalls: u.UnknownCalls}
+}
+
+func latencyOf(l *evals.Latency) *Latency {
+	if l == nil {
+		return nil
+	}
+	return &Latency{Calls: l.Calls, Timed: l.Timed, ModelMS: l.ModelMS, FirstEventMS: l.FirstEventMS, Recorded: l.Recorded}
+}
+
+func latencyBack(l *Latency) *evals.Latency {
+	if l == nil {
+		return nil
+	}
+	return &evals.Latency{Calls: l.Calls, Timed: l.Timed, ModelMS: l.ModelMS, FirstEventMS: l.FirstEventMS, Recorded: l.Recorded}
+}
+
+func groupLatencyOf(l *evals.GroupLatency) *GroupLatency {
+	if l == nil {
+		return nil
+	}
+	return &GroupLatency{Cells: l.Cells, MeanMS: l.MeanMS, P50MS: l.P50MS, P95MS: l.P95MS, FirstEventMS: l.FirstEventMS, Recorded: l.Recorded}
+}
+
+func groupLatencyBack(l *GroupLatency) *evals.GroupLatency {
+	if l == nil {
+		return nil
+	}
+	return &evals.GroupLatency{Cells: l.Cells, MeanMS: l.MeanMS, P50MS: l.P50MS, P95MS: l.P95MS, FirstEventMS: l.FirstEventMS, Recorded: l.Recorded}
 }
 
 func tokensOf(u evals.RoleUsage) Tokens {
@@ -269,7 +330,7 @@ func groupOf(g evals.GroupSummary) Group {
 		Passed: g.Passed, Failed: g.Failed, Errors: g.Errors, Missing: g.Missing,
 		PassRate: g.PassRate, CI95: g.CI95, MeanScore: g.MeanScore, K: g.K,
 		PassAtK: g.PassAtK, PassHatK: g.PassHatK, CostUSD: g.CostUSD, CostKnown: g.CostKnown,
-		Tokens: tokensOf(g.Tokens),
+		Tokens: tokensOf(g.Tokens), Latency: groupLatencyOf(g.Latency),
 	}
 }
 
@@ -277,7 +338,7 @@ func cellOf(c evals.CellResult) Cell {
 	rc := Cell{
 		CellKey: c.CellKey, ID: c.ID, Tags: nonNil(c.Tags), Status: string(c.Status), Score: c.Score,
 		Checks: append(Checks{}, c.Checks...), Tokens: tokensOf(c.Usage), CostUSD: c.CostUSD, CostKnown: c.CostKnown,
-		Steps: c.Steps, ToolCalls: nonNil(c.ToolCalls), Error: c.Error, Alias: c.Alias,
+		Latency: latencyOf(c.Latency), Steps: c.Steps, ToolCalls: nonNil(c.ToolCalls), Error: c.Error, Alias: c.Alias, Warnings: nonNil(c.Warnings),
 	}
 	if c.Status == evals.StatusError {
 		rc.Cause = string(evals.CauseOfCell(c))
@@ -371,7 +432,7 @@ func loadReport(path string, data []byte) (*Run, error) {
 }
 
 func usageBack(t TokenCount) llm.Usage {
-	return llm.Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.CacheRead, CacheWriteTokens: t.CacheWrite}
+	return llm.Usage{InputTokens: t.Input, OutputTokens: t.Output, CacheReadTokens: t.CacheRead, CacheWriteTokens: t.CacheWrite, UnknownCalls: t.UnknownCalls}
 }
 
 func roleUsageBack(t Tokens) evals.RoleUsage {
@@ -384,15 +445,18 @@ func groupBack(g Group) evals.GroupSummary {
 		Passed: g.Passed, Failed: g.Failed, Errors: g.Errors, Missing: g.Missing,
 		PassRate: g.PassRate, CI95: g.CI95, MeanScore: g.MeanScore, K: g.K,
 		PassAtK: g.PassAtK, PassHatK: g.PassHatK, CostUSD: g.CostUSD, CostKnown: g.CostKnown,
-		Tokens: roleUsageBack(g.Tokens),
+		Tokens: roleUsageBack(g.Tokens), Latency: groupLatencyBack(g.Latency),
 	}
 }
 
 func cellBack(c Cell) evals.CellResult {
 	cr := evals.CellResult{
 		CellKey: evals.CellKey(c.CellKey), ID: c.ID, Tags: c.Tags, Status: evals.Status(c.Status), Score: c.Score,
-		Usage: roleUsageBack(c.Tokens), CostUSD: c.CostUSD, CostKnown: c.CostKnown, Steps: c.Steps,
+		Usage: roleUsageBack(c.Tokens), CostUSD: c.CostUSD, CostKnown: c.CostKnown, Latency: latencyBack(c.Latency), Steps: c.Steps,
 		ToolCalls: c.ToolCalls, Error: c.Error, Cause: evals.Cause(c.Cause), Alias: c.Alias,
+	}
+	if len(c.Warnings) > 0 {
+		cr.Warnings = c.Warnings
 	}
 	if c.Rubric != nil {
 		ro := &evals.RubricOutcome{Result: c.Rubric.Result, Iterations: c.Rubric.Iterations, Explanation: c.Rubric.Explanation, Score: c.Rubric.Score}

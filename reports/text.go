@@ -43,12 +43,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	k := rep.Totals.K
 	L, R := tw.AlignLeft, tw.AlignRight
-	t := newTable(ew, L, L, R, R, R, R, R, R, R, R, R, R, R)
-	t.Header("model", "profile", "cells", "pass", "fail", "error", "missing", "pass rate", "CI95", "score", "pass@"+strconv.Itoa(k), "pass^"+strconv.Itoa(k), "cost")
+	t := newTable(ew, L, L, R, R, R, R, R, R, R, R, R, R, R, R)
+	t.Header("model", "profile", "cells", "pass", "fail", "error", "missing", "pass rate", "CI95", "score", "pass@"+strconv.Itoa(k), "pass^"+strconv.Itoa(k), "cost", "latency")
 	row := func(g Group) []string {
 		m, p := groupLabel(g)
 		return []string{m, p, strconv.Itoa(g.Expected), strconv.Itoa(g.Passed), strconv.Itoa(g.Failed), strconv.Itoa(g.Errors), strconv.Itoa(g.Missing),
-			pct(g.PassRate), ci(g.CI95[0], g.CI95[1]), score(g.MeanScore), pct(g.PassAtK), pct(g.PassHatK), usd(g.CostUSD, g.CostKnown)}
+			pct(g.PassRate), ci(g.CI95[0], g.CI95[1]), score(g.MeanScore), pct(g.PassAtK), pct(g.PassHatK), usd(g.CostUSD, g.CostKnown), groupLatency(g.Latency)}
 	}
 	for _, g := range rep.Groups {
 		if err := t.Append(row(g)); err != nil {
@@ -69,12 +69,19 @@ func (rep *Report) WriteText(w io.Writer) error {
 	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
 		m, p := groupLabel(g)
 		for _, rc := range roleCounts(g.Tokens) {
-			if err := t.Append([]string{m, p, rc.Role, thousands(rc.Tokens.Input), thousands(rc.Tokens.Output), thousands(rc.Tokens.CacheRead), thousands(rc.Tokens.CacheWrite), thousands(rc.Tokens.total())}); err != nil {
+			c := rc.Tokens
+			if err := t.Append([]string{m, p, rc.Role, count(c.Input, c.UnknownCalls), count(c.Output, c.UnknownCalls), count(c.CacheRead, c.UnknownCalls), count(c.CacheWrite, c.UnknownCalls), count(c.total(), c.UnknownCalls)}); err != nil {
 				return err
 			}
 		}
 	}
 	if err := t.Render(); err != nil {
+		return err
+	}
+	if rep.usageUnknown() {
+		fmt.Fprintln(ew, usageFootnote)
+	}
+	if err := rep.writeLatencyText(ew); err != nil {
 		return err
 	}
 
@@ -95,6 +102,48 @@ func (rep *Report) WriteText(w io.Writer) error {
 		}
 	}
 	return ew.err
+}
+
+// writeLatencyText writes the latency per group and per cell, or one line
+// saying that no call has a recorded duration.
+func (rep *Report) writeLatencyText(ew *errWriter) error {
+	if !rep.hasLatency() {
+		fmt.Fprintf(ew, "\n%s\n", noLatencyNote)
+		return ew.err
+	}
+	L, R := tw.AlignLeft, tw.AlignRight
+	fmt.Fprintf(ew, "\nLatency (%s)\n", rep.latencySource())
+	t := newTable(ew, L, L, R, R, R, R, R)
+	t.Header("model", "profile", "cells timed", "mean", "p50", "p95", "first event")
+	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
+		m, p := groupLabel(g)
+		row := []string{m, p, "0", "unknown", "unknown", "unknown", "–"}
+		if l := g.Latency; l != nil {
+			row = []string{m, p, strconv.Itoa(l.Cells), millis(l.MeanMS), millis(l.P50MS), millis(l.P95MS), firstEvent(l.FirstEventMS)}
+		}
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if !rep.CellsIncluded {
+		return ew.err
+	}
+	fmt.Fprintf(ew, "\nLatency per cell\n")
+	t = newTable(ew, L, L, L, R, R, R, R)
+	t.Header("case", "model", "profile", "epoch", "model time", "first event", "calls timed")
+	for _, c := range rep.Cells {
+		timed, first := "none", "–"
+		if l := c.Latency; l != nil {
+			timed, first = fmt.Sprintf("%d of %d", l.Timed, l.Calls), firstEvent(l.FirstEventMS)
+		}
+		if err := t.Append([]string{c.Case, c.Model, c.Profile, strconv.Itoa(c.Epoch), cellLatency(c.Latency), first, timed}); err != nil {
+			return err
+		}
+	}
+	return t.Render()
 }
 
 func writeFailingText(w io.Writer, f FailingCell) {
