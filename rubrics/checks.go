@@ -516,7 +516,9 @@ func (c *MaxStepsCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
 }
 
 // MaxTokensCheck passes when the agent and its subagents used at most Limit
-// tokens (input, output and cache traffic; the grader's are not counted).
+// tokens (input, output and cache traffic; the grader's are not counted). A
+// run some of whose calls reported no usage fails unless the reported
+// tokens alone exceed the limit, as an unknown cost fails MaxCostCheck.
 type MaxTokensCheck struct {
 	Limit int `json:"limit"`
 }
@@ -531,6 +533,11 @@ func (c *MaxTokensCheck) Name() string { return fmt.Sprintf("%s(%d)", KindMaxTok
 func (c *MaxTokensCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict {
 	agentTokens, subTokens := rec.Usage.Agent.Total(), rec.Usage.Subagents.Total()
 	used := agentTokens + subTokens
+	if unknown := rec.Usage.Agent.UnknownCalls + rec.Usage.Subagents.UnknownCalls; unknown > 0 && used <= c.Limit {
+		// As with an unknown cost: a budget that cannot be checked is not met.
+		return CheckVerdict{Name: c.Name(),
+			Detail: fmt.Sprintf("expected at most %d tokens; the run's usage is unknown: %d model calls reported none, the others %d tokens", c.Limit, unknown, used)}
+	}
 	return budget(c.Name(), float64(used), float64(c.Limit),
 		fmt.Sprintf("expected at most %d tokens; the run used %d (agent %d, subagents %d)", c.Limit, used, agentTokens, subTokens))
 }
