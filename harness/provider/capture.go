@@ -62,7 +62,6 @@ type Capture struct {
 	start   time.Time
 	first   time.Time
 	header  http.Header // of the 2xx answer
-	done    bool        // a "data: [DONE]" line went by
 }
 
 // Middleware has the shape of both SDKs' option.Middleware.
@@ -106,50 +105,22 @@ func (c *Capture) Middleware(req *http.Request, next func(*http.Request) (*http.
 	return resp, nil
 }
 
-// firstRead notes when the first bytes of a streamed body arrive and
-// whether the OpenAI-style end marker "data: [DONE]" arrives, which the SDKs
-// swallow: a stream that ends without it was cut off.
+// firstRead notes when the first bytes of a streamed body arrive.
 type firstRead struct {
 	io.ReadCloser
 	c    *Capture
 	seen bool
-	tail []byte // the end of what was read, for a marker split across reads
 }
-
-var doneMarkers = [][]byte{[]byte("data: [DONE]"), []byte("data:[DONE]")}
 
 func (f *firstRead) Read(p []byte) (int, error) {
 	n, err := f.ReadCloser.Read(p)
-	if n == 0 {
-		return n, err
-	}
-	now := time.Now()
-	b := p[:n]
-	done := false
-	for _, m := range doneMarkers {
-		done = done || bytes.Contains(b, m)
-	}
-	if !done && len(f.tail) > 0 {
-		// Only a marker straddling the previous read is left to find.
-		joint := append(f.tail, b[:min(len(b), len(doneMarkers[0]))]...)
-		for _, m := range doneMarkers {
-			done = done || bytes.Contains(joint, m)
-		}
-	}
-	const keep = 11 // len("data: [DONE]") - 1
-	if len(b) >= keep {
-		f.tail = append(f.tail[:0], b[len(b)-keep:]...)
-	} else {
-		f.tail = append(f.tail, b...)
-		f.tail = f.tail[max(0, len(f.tail)-keep):]
-	}
-	f.c.mu.Lock()
-	if !f.seen {
+	if n > 0 && !f.seen {
 		f.seen = true
+		now := time.Now()
+		f.c.mu.Lock()
 		f.c.first = now
+		f.c.mu.Unlock()
 	}
-	f.c.done = f.c.done || done
-	f.c.mu.Unlock()
 	return n, err
 }
 
@@ -161,14 +132,6 @@ func (c *Capture) Failure() (Failure, bool) {
 		return Failure{}, false
 	}
 	return *c.failure, true
-}
-
-// SawDone reports whether the streamed answer carried the end marker
-// "data: [DONE]" that OpenAI-style streams finish with.
-func (c *Capture) SawDone() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done
 }
 
 // OtherFraming returns the answer set aside when err says the call got the

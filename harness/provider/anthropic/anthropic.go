@@ -157,69 +157,6 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 	}
 }
 
-// streamOnce runs one streaming attempt. emit returns false when the
-// consumer stopped; streamOnce then returns at once.
-// A whole JSON answer (a server that ignores "stream", or a replay of a
-// plain recording) becomes the final response with no deltas before it.
-func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emit func(llm.Chunk) bool, extra ...option.RequestOption) (*llm.Response, error) {
-	opts, capture, err := m.callOptions(true)
-	if err != nil {
-		return nil, err
-	}
-	stream := m.messages.NewStreaming(ctx, params, append(opts, extra...)...)
-	defer stream.Close()
-	var msg sdk.Message
-	tools := map[int64]int{} // content block index → tool call ordinal
-	complete := false
-	for stream.Next() {
-		ev := stream.Current()
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, m.cfg.BadResponse(err)
-		}
-		var c llm.Chunk
-		switch ev.Type {
-		case "content_block_start":
-			if ev.ContentBlock.Type == "tool_use" {
-				n := len(tools)
-				tools[ev.Index] = n
-				c.ToolCallDelta = &llm.ToolCallDelta{Index: n, ID: ev.ContentBlock.ID, Name: ev.ContentBlock.Name}
-			}
-		case "content_block_delta":
-			switch ev.Delta.Type {
-			case "text_delta":
-				c.TextDelta = ev.Delta.Text
-			case "thinking_delta":
-				c.ThinkingDelta = ev.Delta.Thinking
-			case "input_json_delta":
-				if n, ok := tools[ev.Index]; ok && ev.Delta.PartialJSON != "" {
-					c.ToolCallDelta = &llm.ToolCallDelta{Index: n, ArgsDelta: ev.Delta.PartialJSON}
-				}
-			}
-		case "message_stop":
-			complete = true
-		}
-		if (c.TextDelta != "" || c.ThinkingDelta != "" || c.ToolCallDelta != nil) && !emit(c) {
-			return nil, nil
-		}
-	}
-	if err := stream.Err(); err != nil {
-		if a, ok := capture.OtherFraming(err); ok {
-			resp, err := m.generateOnce(ctx, params, option.WithHTTPClient(&http.Client{Transport: a}))
-			if resp != nil {
-				resp.Latency = capture.Latency(m.cfg.Replay)
-			}
-			return resp, err
-		}
-		return nil, m.classify(ctx, err, capture)
-	}
-	if !complete {
-		return nil, m.cfg.Truncated("message_stop")
-	}
-	resp := response(&msg)
-	resp.Latency = capture.Latency(m.cfg.Replay)
-	return resp, nil
-}
-
 // classify maps an SDK or transport error to an *llm.Error.
 func (m *Model) classify(ctx context.Context, err error, capture *provider.Capture) error {
 	if ctx.Err() != nil {

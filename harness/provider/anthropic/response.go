@@ -9,38 +9,53 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// response converts a complete Message, however it arrived (one JSON body or
-// an accumulated stream), so that both paths give equal responses.
+// block is one content block, of a whole Message or accumulated from a
+// stream; both paths end in assemble, so they give equal responses.
+type block struct {
+	typ, text, thinking, signature, data, id, name string
+	input                                          json.RawMessage
+}
+
+// response converts a complete Message from a JSON answer.
 func response(msg *sdk.Message) *llm.Response {
+	blocks := make([]block, len(msg.Content))
+	for i, b := range msg.Content {
+		blocks[i] = block{typ: b.Type, text: b.Text, thinking: b.Thinking, signature: b.Signature, data: b.Data, id: b.ID, name: b.Name, input: b.Input}
+	}
+	usage := llm.UnknownUsage()
+	if msg.JSON.Usage.Valid() {
+		usage = llm.Usage{
+			InputTokens:      int(msg.Usage.InputTokens),
+			OutputTokens:     int(msg.Usage.OutputTokens),
+			CacheReadTokens:  int(msg.Usage.CacheReadInputTokens),
+			CacheWriteTokens: int(msg.Usage.CacheCreationInputTokens),
+		}
+	}
+	return assemble(msg.Model, msg.StopReason, blocks, usage)
+}
+
+// assemble builds the provider-neutral answer.
+func assemble(model string, stop sdk.StopReason, blocks []block, usage llm.Usage) *llm.Response {
 	out := llm.Message{Role: llm.RoleAssistant}
-	for _, b := range msg.Content {
-		switch b.Type {
+	for _, b := range blocks {
+		switch b.typ {
 		case "text":
-			if b.Text != "" {
-				out.Content = append(out.Content, llm.TextBlock(b.Text))
+			if b.text != "" {
+				out.Content = append(out.Content, llm.TextBlock(b.text))
 			}
 		case "thinking":
-			out.Content = append(out.Content, llm.Block{Type: llm.BlockThinking, Thinking: b.Thinking, Signature: b.Signature})
+			out.Content = append(out.Content, llm.Block{Type: llm.BlockThinking, Thinking: b.thinking, Signature: b.signature})
 		case "redacted_thinking":
-			out.Content = append(out.Content, llm.Block{Type: llm.BlockRedactedThinking, Redacted: b.Data})
+			out.Content = append(out.Content, llm.Block{Type: llm.BlockRedactedThinking, Redacted: b.data})
 		case "tool_use":
-			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Args: compactArgs(b.Input)})
+			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Args: compactArgs(b.input)})
 		}
 		// Server-tool blocks (web search, code execution) are results the
 		// API already acted on; they have no provider-neutral form yet.
 	}
-	usage := llm.Usage{
-		InputTokens:      int(msg.Usage.InputTokens),
-		OutputTokens:     int(msg.Usage.OutputTokens),
-		CacheReadTokens:  int(msg.Usage.CacheReadInputTokens),
-		CacheWriteTokens: int(msg.Usage.CacheCreationInputTokens),
-	}
-	if !msg.JSON.Usage.Valid() {
-		usage = llm.UnknownUsage()
-	}
 	u := usage
 	out.Usage = &u
-	return &llm.Response{Message: out, StopReason: stopReason(msg.StopReason), Usage: usage, Model: msg.Model}
+	return &llm.Response{Message: out, StopReason: stopReason(stop), Usage: usage, Model: model}
 }
 
 // compactArgs normalises tool input so that streamed and whole answers match.

@@ -2,14 +2,12 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/shared"
@@ -329,69 +327,6 @@ func rawSignature(raw string) string {
 	return obj.ExtraContent.Google.ThoughtSignature
 }
 
-// add folds one stream chunk into the result.
-func (r *chatResult) add(c *sdk.ChatCompletionChunk, emit func(llm.Chunk) bool) bool {
-	if r.id == "" {
-		r.id = c.ID
-	}
-	if r.model == "" {
-		r.model = c.Model
-	}
-	if c.JSON.Usage.Valid() && c.Usage.JSON.PromptTokens.Valid() {
-		r.usage, r.usagePresent = c.Usage, true
-	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			continue
-		}
-		r.choicePresent = true
-		d := ch.Delta
-		if ch.FinishReason != "" {
-			r.finish = ch.FinishReason
-		}
-		if sig := signatureOf(d.JSON.ExtraFields); sig != "" {
-			r.signature = sig
-		}
-		if th := reasoningOf(d.JSON.ExtraFields); th != "" {
-			r.reasoning.WriteString(th)
-			if !emit(llm.Chunk{ThinkingDelta: th}) {
-				return false
-			}
-		}
-		if d.Content != "" {
-			r.content.WriteString(d.Content)
-			if !emit(llm.Chunk{TextDelta: d.Content}) {
-				return false
-			}
-		}
-		r.refusal += d.Refusal
-		for _, tc := range d.ToolCalls {
-			idx := int(tc.Index)
-			if idx < 0 {
-				idx = 0 // some servers send -1 for a single call
-			}
-			for len(r.calls) <= idx {
-				r.calls = append(r.calls, &chatCall{})
-			}
-			call := r.calls[idx]
-			if tc.ID != "" {
-				call.id = tc.ID
-			}
-			call.name += tc.Function.Name
-			call.args.WriteString(tc.Function.Arguments)
-			if sig := signatureOf(tc.JSON.ExtraFields); sig != "" {
-				call.signature = sig
-			}
-			if tc.ID != "" || tc.Function.Name != "" || tc.Function.Arguments != "" {
-				if !emit(llm.Chunk{ToolCallDelta: &llm.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, ArgsDelta: tc.Function.Arguments}}) {
-					return false
-				}
-			}
-		}
-	}
-	return true
-}
-
 // response builds the provider-neutral answer. nMessages (the request's
 // message count) makes synthesised tool-call ids unique across turns.
 func (r *chatResult) response(nMessages int) *llm.Response {
@@ -468,46 +403,6 @@ func finishReason(reason string, calls, refused bool) llm.StopReason {
 		return llm.StopEndTurn
 	}
 	return llm.StopReason(reason)
-}
-
-// streamChat runs one streaming Chat Completions attempt. A whole JSON
-// answer becomes the final response with no deltas before it. Extra options
-// come last.
-func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewParams, nMessages int, emit func(llm.Chunk) bool, extra ...option.RequestOption) (*llm.Response, error) {
-	opts, capture, err := m.callOptions(true)
-	if err != nil {
-		return nil, err
-	}
-	stream := m.chat.NewStreaming(ctx, params, append(opts, extra...)...)
-	defer stream.Close()
-	r := &chatResult{}
-	for stream.Next() {
-		c := stream.Current()
-		if !r.add(&c, emit) {
-			return nil, nil
-		}
-	}
-	if err := stream.Err(); err != nil {
-		if a, ok := capture.OtherFraming(err); ok {
-			return m.timed(capture)(m.chatOnce(ctx, params, nMessages, answerClient(a)))
-		}
-		return nil, m.classify(ctx, err, capture)
-	}
-	var warnings []string
-	if !r.choicePresent || r.finish == "" {
-		// Without a finish reason the stream was cut off, unless it still
-		// ended with [DONE]: some OpenRouter providers never send one.
-		if !capture.SawDone() {
-			return nil, m.cfg.Truncated("a finish_reason")
-		}
-		warnings = append(warnings, "the stream ended with [DONE] but no chunk carried a finish_reason; the stop reason was inferred from the answer")
-	}
-	resp := r.response(nMessages)
-	resp.Warnings = warnings
-	for _, w := range warnings {
-		m.warn(ctx, w)
-	}
-	return m.timed(capture)(resp, nil)
 }
 
 func compact(s string) json.RawMessage {

@@ -1,12 +1,10 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
@@ -270,58 +268,4 @@ func (m *Model) fromResponse(r *responses.Response) (*llm.Response, error) {
 func (m *Model) responseFailure(r *responses.Response) error {
 	body, _ := json.Marshal(map[string]any{"error": map[string]any{"code": string(r.Error.Code), "message": r.Error.Message}})
 	return m.cfg.Classify(provider.Failure{StatusCode: 200, Body: body})
-}
-
-// streamResponses runs one streaming Responses API attempt. A whole JSON
-// answer becomes the final response with no deltas before it. Extra options
-// come last.
-func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNewParams, emit func(llm.Chunk) bool, extra ...option.RequestOption) (*llm.Response, error) {
-	opts, capture, err := m.callOptions(true)
-	if err != nil {
-		return nil, err
-	}
-	stream := m.responses.NewStreaming(ctx, params, append(opts, extra...)...)
-	defer stream.Close()
-	calls := map[int64]int{} // output index → tool call ordinal
-	var final *responses.Response
-	for stream.Next() {
-		ev := stream.Current()
-		var c llm.Chunk
-		switch ev.Type {
-		case "response.output_text.delta":
-			c.TextDelta = ev.Delta
-		case "response.refusal.delta":
-			c.TextDelta = ev.Delta
-		case "response.reasoning_summary_text.delta":
-			c.ThinkingDelta = ev.Delta
-		case "response.output_item.added":
-			if ev.Item.Type == "function_call" {
-				n := len(calls)
-				calls[ev.OutputIndex] = n
-				c.ToolCallDelta = &llm.ToolCallDelta{Index: n, ID: ev.Item.CallID, Name: ev.Item.Name}
-			}
-		case "response.function_call_arguments.delta":
-			if n, ok := calls[ev.OutputIndex]; ok && ev.Delta != "" {
-				c.ToolCallDelta = &llm.ToolCallDelta{Index: n, ArgsDelta: ev.Delta}
-			}
-		case "response.completed", "response.incomplete", "response.failed":
-			r := ev.Response
-			final = &r
-		case "error":
-			return nil, m.cfg.Classify(provider.Failure{StatusCode: 200, Body: []byte(ev.RawJSON())})
-		}
-		if (c.TextDelta != "" || c.ThinkingDelta != "" || c.ToolCallDelta != nil) && !emit(c) {
-			return nil, nil
-		}
-	}
-	if err := stream.Err(); err != nil {
-		if a, ok := capture.OtherFraming(err); ok {
-			return m.timed(capture)(m.responsesOnce(ctx, params, answerClient(a)))
-		}
-		return nil, m.classify(ctx, err, capture)
-	}
-	if final == nil {
-		return nil, m.cfg.Truncated("response.completed")
-	}
-	return m.timed(capture)(m.fromResponse(final))
 }
