@@ -19,4 +19,10 @@
 //     llm.StopMaxTokens: the answer was cut short for lack of room.
 //   - Message ids from the API are not copied into llm.Message.ID, because the
 //     agent state treats ids as keys and replaces messages with equal ids.
+//   - An answer is read the way it arrived, not the way it was asked for: an
+//     event stream answering Generate is assembled as Stream would (replays
+//     of streamed recordings), and a whole JSON answer to Stream is its one
+//     final chunk. An error event inside a stream is the provider's error.
+//   - Event streams are read with encoding/json into the few fields used;
+//     the SDK sends every request and decodes every whole answer.
 package anthropic

@@ -25,4 +25,17 @@
 //     knobs through Config.ExtraBody.
 //   - Seed and stop sequences are not sent to the Responses API, which has
 //     neither. Prompt tokens are split into uncached input and cache reads.
+//   - An answer is read the way it arrived, not the way it was asked for: an
+//     event stream answering Generate is assembled as Stream would (servers
+//     that stream unasked, replays of streamed recordings), and a whole JSON
+//     answer to Stream is its one final chunk.
+//   - A Chat Completions stream that ends with [DONE] but whose chunks never
+//     carried a finish_reason (some OpenRouter providers) is accepted with a
+//     warning (llm.Response.Warnings) and an inferred stop reason; one that
+//     ends without [DONE] was cut off and is a connection error. An answer
+//     without usage (a stream without its usage chunk) has unknown usage
+//     (llm.UnknownUsage), not zero.
+//   - Event streams are read with encoding/json into the few fields used;
+//     the SDK sends every request and decodes every whole answer, including
+//     the final Responses object of a stream.
 package openai
