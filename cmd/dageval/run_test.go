@@ -371,3 +371,33 @@ func TestRunHonoursDAGEVALRecord(t *testing.T) {
 	assert.Contains(t, stderr, "mode record: DAGEVAL_RECORD=1")
 	assert.Len(t, srv.Requests(), 4)
 }
+
+// TestRunThirdPartyRecordings: `dageval run` replays the suite of recordings
+// other projects made, the streamed tool loops included, offline; the
+// results carry the recorded tool calls, usage (unknown where a stream
+// reported none), latency and warnings.
+func TestRunThirdPartyRecordings(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runCLIEnv(t, func(string) string { return "" }, "run", "../../evals/examples/thirdparty/suite.yaml", "--out", out)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	assert.Contains(t, stdout, "PASSED: 12 of 12 cells passed")
+	data, err := os.ReadFile(filepath.Join(out, evals.ResultsFile))
+	require.NoError(t, err)
+	results := map[string]evals.CellResult{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r evals.CellResult
+		require.NoError(t, json.Unmarshal([]byte(line), &r))
+		results[r.Case] = r
+	}
+	streamed := results["openai-chat-streamed-tool-loop"]
+	assert.Equal(t, evals.StatusPass, streamed.Status)
+	assert.Equal(t, []string{"get_capital"}, streamed.ToolCalls)
+	assert.Equal(t, llm.Usage{InputTokens: 131, OutputTokens: 24}, streamed.Usage.Agent)
+	assert.Equal(t, llm.Usage{InputTokens: 43, OutputTokens: 282}, results["anthropic-thinking-stream"].Usage.Agent)
+	assert.Equal(t, 1, results["quirk-no-usage"].Usage.Agent.UnknownCalls)
+	q := results["quirk-no-finish-reason"]
+	require.NotNil(t, q.Latency)
+	assert.Equal(t, int64(2010), q.Latency.ModelMS)
+	assert.NotEmpty(t, q.Warnings)
+	assert.Contains(t, stdout, "Latency (recorded model time per cell)")
+}
