@@ -54,12 +54,13 @@ func roundTripModel() *fakes.Scripted {
 	)
 }
 
-// recordRoundTrip records roundTrip against a fresh local server into path.
+// recordRoundTrip records roundTrip against a fresh local server into path,
+// without timings, which would make two recordings differ.
 func recordRoundTrip(t *testing.T, path string) []posttest.Result {
 	t.Helper()
 	srv := llmserver.NewServer(roundTripModel(), llmserver.WithAPIKey(canary))
 	defer srv.Close()
-	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost("api.provider.test"))
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost("api.provider.test"), recorder.WithoutLatency())
 	require.NoError(t, err)
 	var out []posttest.Result
 	for _, rt := range roundTrip {
