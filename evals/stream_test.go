@@ -18,8 +18,8 @@ agent: {name: a}
 stream: true
 models:
   - openai:gpt-5
-  - {model: anthropic:claude-sonnet-4-6, stream: false}
-  - {model: ollama:llama3, stream: true}
+  - {spec: anthropic:claude-sonnet-4-6, stream: false}
+  - {spec: ollama:llama3, stream: true, context_window: 8192}
 profiles:
   - {name: plain, stream: false}
   - {name: inherit}
@@ -27,6 +27,8 @@ cases: [{id: c, input: hi}]
 `))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"openai:gpt-5", "anthropic:claude-sonnet-4-6", "ollama:llama3"}, s.Models)
+	require.Len(t, s.ModelInfo, 1, "stream: alone declares no facts; with facts the entry declares them")
+	assert.Equal(t, 8192, s.ModelInfo[0].ContextWindow)
 	cells, err := s.Cells("", 0)
 	require.NoError(t, err)
 	got := map[string]bool{}
@@ -50,13 +52,13 @@ cases: [{id: c, input: hi}]
 func TestStreamSettingErrors(t *testing.T) {
 	const head = "version: 1\nname: s\nagent: {name: a}\ncases: [{id: c, input: hi}]\n"
 	for _, tt := range []struct{ yaml, want string }{
-		{"models: [{model: openai:gpt-5, stream: yes please}]\n", "suite.yaml:5:"},
-		{"models: [{model: openai:gpt-5, stream: yes please}]\n", "models[0].stream: want true or false"},
-		{"models: [{model: openai:gpt-5, streaming: true}]\n", "unknown key streaming in a models entry (want model and stream)"},
-		{"models: [{stream: true}]\n", "models[0]: a models entry written as a mapping needs model:"},
-		{"models: [[openai:gpt-5]]\n", "models[0]: want a model spec or {model: spec, stream: true|false}"},
-		{"models: [openai:gpt-5, {model: openai:gpt-5, stream: true}]\n", "models[1]: model openai:gpt-5 is listed twice"},
-		{"models: [{model: nope:gpt-5}]\n", `unknown provider "nope"`},
+		{"models: [{spec: openai:gpt-5, stream: yes please}]\n", "suite.yaml:5:"},
+		{"models: [{spec: openai:gpt-5, stream: yes please}]\n", "models[0].stream: got string, want true or false"},
+		{"models: [{spec: openai:gpt-5, streaming: true}]\n", `models[0].streaming: unknown key "streaming"`},
+		{"models: [{stream: true}]\n", "models[0]: a model entry needs a spec (provider:model)"},
+		{"models: [[openai:gpt-5]]\n", "models[0]: want a model spec (provider:model) or {spec, stream, context_window, prices}"},
+		{"models: [openai:gpt-5, {spec: openai:gpt-5, stream: true}]\n", "models[1]: model openai:gpt-5 is listed twice"},
+		{"models: [{spec: nope:gpt-5, stream: true}]\n", `unknown provider "nope"`},
 		{"models: [openai:gpt-5]\nstream: often\n", "stream"},
 	} {
 		_, err := evals.Parse("suite.yaml", []byte(head+tt.yaml))

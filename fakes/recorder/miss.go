@@ -189,7 +189,7 @@ func (r *Recorder) onlyStreamDiffers(recorded, request []byte) (recStream, reqSt
 func streamHint(index int, recorded, now bool) string {
 	how := map[bool]string{true: "streamed", false: "not streamed"}
 	return fmt.Sprintf("The request differs from recorded interaction %d only in `stream`: the recording was %s (stream: %v) and this run's call is %s (stream: %v). "+
-		"Call the model the way it was recorded: set `stream: %v` on the model in the suite's models list (models: [{model: provider:model, stream: %v}]), on the profile, or at the top of the suite; "+
+		"Call the model the way it was recorded: set `stream: %v` on the model in the suite's models list (models: [{spec: provider:model, stream: %v}]), on the profile, or at the top of the suite; "+
 		"or re-record with DAGEVAL_RECORD=1, or replay in order (match: order), which ignores request bodies.",
 		index, how[recorded], recorded, how[now], now, recorded, recorded)
 }
