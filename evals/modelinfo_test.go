@@ -102,7 +102,7 @@ func TestModelEntryErrors(t *testing.T) {
 		"  - {spec: local:m}\n":                     "suite.yaml:6:6: models[0]: the declaration gives no facts",
 		"  - {spec: local:m, prices: {input: 1}}\n": `suite.yaml:6:30: models[0].prices.input: unknown key "input"`,
 		"  - {spec: local:m, context_window: -1}\n": "suite.yaml:6:21: models[0].context_window: must not be negative, got -1",
-		"  - [local:m]\n":                           "suite.yaml:6:5: models[0]: want a model spec (provider:model) or {spec, alias, context_window, prices}, got a list",
+		"  - [local:m]\n":                           "suite.yaml:6:5: models[0]: want a model spec (provider:model) or {spec, alias, stream, context_window, prices}, got a list",
 		"  - {spec: nope:m, context_window: 5}\n":   `suite.yaml:6:6: models[0].spec: unknown provider "nope" in model nope:m`,
 	} {
 		_, err := evals.Parse("suite.yaml", []byte(head+entry))
