@@ -586,7 +586,7 @@ func TestConcurrentRecordingIsDeterministic(t *testing.T) {
 	record := func(path string, laneFirst int) {
 		srv := llmserver.NewServer(model())
 		defer srv.Close()
-		rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost("api.provider.test"))
+		rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv), recorder.WithRecordedHost("api.provider.test"), recorder.WithoutLatency())
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		gate := make(chan struct{})
