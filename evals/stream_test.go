@@ -56,7 +56,7 @@ func TestStreamSettingErrors(t *testing.T) {
 		{"models: [{spec: openai:gpt-5, stream: yes please}]\n", "models[0].stream: got string, want true or false"},
 		{"models: [{spec: openai:gpt-5, streaming: true}]\n", `models[0].streaming: unknown key "streaming"`},
 		{"models: [{stream: true}]\n", "models[0]: a model entry needs a spec (provider:model)"},
-		{"models: [[openai:gpt-5]]\n", "models[0]: want a model spec (provider:model) or {spec, stream, context_window, prices}"},
+		{"models: [[openai:gpt-5]]\n", "models[0]: want a model spec (provider:model) or {spec, alias, stream, context_window, prices}"},
 		{"models: [openai:gpt-5, {spec: openai:gpt-5, stream: true}]\n", "models[1]: model openai:gpt-5 is listed twice"},
 		{"models: [{spec: nope:gpt-5, stream: true}]\n", `unknown provider "nope"`},
 		{"models: [openai:gpt-5]\nstream: often\n", "stream"},
