@@ -106,7 +106,7 @@ func TestRegisteredCheckOptionErrors(t *testing.T) {
 		"      - mentions: {words: a}\n":            `suite.yaml:9:27: cases[0].checks[0].mentions.words: `,
 		"      - mentions: {words: [a], need: 3}\n": `suite.yaml:9:9: cases[0].checks[0].mentions: need (3) is more than the 1 words`,
 		"      - mentions:\n":                       `suite.yaml:9:9: cases[0].checks[0].mentions: mentions needs words`,
-		"      - mention: {words: [a]}\n":           `suite.yaml:9:9: cases[0].checks[0].mention: unknown check "mention" (known checks: final_answer, tool_called, tool_not_called, trajectory, file_exists, file_contains, max_steps, max_tokens, max_cost_usd, no_error, fragile, mentions, polite)`,
+		"      - mention: {words: [a]}\n":           `suite.yaml:9:9: cases[0].checks[0].mention: unknown check "mention" (known checks: final_answer, assistant_text, tool_result, tool_called, tool_not_called, trajectory, same_turn, turns, tool_call_count, file_exists, file_contains, file_equals, file_excludes, file_absent, state, max_steps, max_tokens, max_cost_usd, no_error, not, script, fragile, mentions, polite)`,
 	} {
 		_, err := checkRegistry().Parse("suite.yaml", []byte(head+spec))
 		assert.ErrorContains(t, err, want, spec)

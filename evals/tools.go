@@ -21,6 +21,7 @@ import (
 	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/tool"
+	"github.com/dageval/dageval/internal/procgroup"
 	"github.com/dageval/dageval/internal/yamlx"
 )
 
@@ -525,7 +526,7 @@ func (e *Exec) run(ctx context.Context, name string, args json.RawMessage) tool.
 	stdout := &limitedBuffer{max: maxExecOutput}
 	stderr := &limitedBuffer{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	killGroup(cmd)
+	procgroup.Set(cmd)
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	out := strings.TrimRight(stdout.String(), "\n")

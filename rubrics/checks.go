@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dageval/dageval/harness/tool"
 )
 
 // Check kinds, as written in suite files.
@@ -29,8 +28,10 @@ const (
 
 // Kinds lists every check kind in documentation order.
 func Kinds() []string {
-	return []string{KindFinalAnswer, KindToolCalled, KindToolNotCalled, KindTrajectory, KindFileExists,
-		KindFileContains, KindMaxSteps, KindMaxTokens, KindMaxCostUSD, KindNoError}
+	return []string{KindFinalAnswer, KindAssistantText, KindToolResult, KindToolCalled, KindToolNotCalled,
+		KindTrajectory, KindSameTurn, KindTurns, KindToolCallCount, KindFileExists, KindFileContains,
+		KindFileEquals, KindFileExcludes, KindFileAbsent, KindState, KindMaxSteps, KindMaxTokens,
+		KindMaxCostUSD, KindNoError, KindNot, KindScript}
 }
 
 // Check is a deterministic assertion about a run.
@@ -55,6 +56,44 @@ type CheckVerdict struct {
 	Score float64 `json:"score"`
 	// Detail says what was expected and what happened.
 	Detail string `json:"detail,omitempty"`
+	// Informational marks the verdict of a check that is reported but never
+	// decides anything: it does not fail its cell, count in its score or
+	// move the compare gate (gating: false in a suite; Deep Agents'
+	// .expect() tier, promptfoo's weight 0). JSON writes it as
+	// "gating": false, and leaves it out for the checks that gate.
+	Informational bool `json:"-"`
+}
+
+// Gating reports whether the verdict decides its cell.
+func (v CheckVerdict) Gating() bool { return !v.Informational }
+
+// verdictJSON is CheckVerdict on the wire: gating is written only when false.
+type verdictJSON struct {
+	Name   string  `json:"name"`
+	Passed bool    `json:"passed"`
+	Score  float64 `json:"score"`
+	Detail string  `json:"detail,omitempty"`
+	Gating *bool   `json:"gating,omitempty"`
+}
+
+// MarshalJSON writes the verdict, with "gating": false for an informational one.
+func (v CheckVerdict) MarshalJSON() ([]byte, error) {
+	w := verdictJSON{Name: v.Name, Passed: v.Passed, Score: v.Score, Detail: v.Detail}
+	if v.Informational {
+		f := false
+		w.Gating = &f
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads a verdict; a missing gating means the check gates.
+func (v *CheckVerdict) UnmarshalJSON(data []byte) error {
+	var w verdictJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*v = CheckVerdict{Name: w.Name, Passed: w.Passed, Score: w.Score, Detail: w.Detail, Informational: w.Gating != nil && !*w.Gating}
+	return nil
 }
 
 // EvaluateAll runs the checks in order.
@@ -73,20 +112,24 @@ func boolScore(ok bool) float64 {
 	return 0
 }
 
-// FinalAnswerCheck checks the final answer (Record.FinalAnswer). Each
-// condition that is set must hold; the score is the share that hold.
+// Answer sources: which text a final_answer check reads.
+const (
+	// FromLastText is the last non-empty assistant text (the default): an
+	// agent whose closing message is empty, or only calls a tool, is judged
+	// on what it last said.
+	FromLastText = "last_text"
+	// FromLastMessage is the text of the last assistant message even when
+	// it is empty, Deep Agents' trajectory.answer.
+	FromLastMessage = "last_message"
+)
+
+// FinalAnswerCheck checks the final answer (Record.FinalAnswer, or
+// Record.LastMessage with From: last_message). Each condition that is set
+// must hold; the score is the share that hold.
 type FinalAnswerCheck struct {
-	Contains    []string `json:"contains,omitempty"`
-	NotContains []string `json:"not_contains,omitempty"`
-	// Regex must match somewhere in the answer (RE2 syntax).
-	Regex string `json:"regex,omitempty"`
-	// Equals must equal the answer, ignoring surrounding whitespace.
-	Equals *string `json:"equals,omitempty"`
-	// JSONSchema must validate the answer parsed as JSON (a single
-	// surrounding Markdown code fence is removed first).
-	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
-	// IgnoreCase makes Contains, NotContains and Equals case-insensitive.
-	IgnoreCase bool `json:"ignore_case,omitempty"`
+	TextMatch
+	// From chooses the answer: FromLastText ("" too) or FromLastMessage.
+	From string `json:"from,omitempty"`
 }
 
 // Kind implements Check.
@@ -98,18 +141,13 @@ func (c *FinalAnswerCheck) Name() string { return KindFinalAnswer }
 // Validate checks that at least one condition is set and that the regular
 // expression and schema compile.
 func (c *FinalAnswerCheck) Validate() error {
-	if len(c.Contains) == 0 && len(c.NotContains) == 0 && c.Regex == "" && c.Equals == nil && len(c.JSONSchema) == 0 {
-		return errors.New("final_answer needs at least one of contains, not_contains, regex, equals, json_schema")
+	if err := c.TextMatch.Validate(); err != nil {
+		return errors.New("final_answer " + err.Error())
 	}
-	if c.Regex != "" {
-		if _, err := regexp.Compile(c.Regex); err != nil {
-			return fmt.Errorf("regex: %v", err)
-		}
-	}
-	if len(c.JSONSchema) > 0 {
-		if _, err := tool.ParseSchema(c.JSONSchema); err != nil {
-			return fmt.Errorf("json_schema: %v", err)
-		}
+	switch c.From {
+	case "", FromLastText, FromLastMessage:
+	default:
+		return fmt.Errorf("from must be %s or %s, got %q", FromLastText, FromLastMessage, c.From)
 	}
 	return nil
 }
@@ -121,57 +159,17 @@ func (c *FinalAnswerCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict
 		res.Detail = "invalid check: " + err.Error()
 		return res
 	}
-	answer := rec.FinalAnswer()
-	fold := func(s string) string {
-		if c.IgnoreCase {
-			return strings.ToLower(s)
-		}
-		return s
+	answer, what := rec.FinalAnswer(), "the final answer"
+	if c.From == FromLastMessage {
+		answer, what = rec.LastMessage(), "the last assistant message"
 	}
-	total, held := 0, 0
-	var failed []string
-	cond := func(ok bool, what string) {
-		total++
-		if ok {
-			held++
-		} else {
-			failed = append(failed, what)
-		}
-	}
-	for _, s := range c.Contains {
-		cond(strings.Contains(fold(answer), fold(s)), fmt.Sprintf("does not contain %q", s))
-	}
-	for _, s := range c.NotContains {
-		cond(!strings.Contains(fold(answer), fold(s)), fmt.Sprintf("contains %q", s))
-	}
-	if c.Regex != "" {
-		re := regexp.MustCompile(c.Regex)
-		cond(re.MatchString(answer), fmt.Sprintf("does not match /%s/", c.Regex))
-	}
-	if c.Equals != nil {
-		cond(fold(strings.TrimSpace(answer)) == fold(strings.TrimSpace(*c.Equals)), fmt.Sprintf("does not equal %q", *c.Equals))
-	}
-	if len(c.JSONSchema) > 0 {
-		schema, _ := tool.ParseSchema(c.JSONSchema)
-		doc := stripFence(answer)
-		var err error
-		if !json.Valid([]byte(doc)) {
-			err = errors.New("it is not JSON")
-		} else {
-			err = schema.Validate(json.RawMessage(doc))
-		}
-		what := ""
-		if err != nil {
-			what = "does not match the JSON schema: " + err.Error()
-		}
-		cond(err == nil, what)
-	}
+	held, total, failed := c.match(answer)
 	res.Score = ratio(held, total)
 	res.Passed = held == total
 	if res.Passed {
-		res.Detail = fmt.Sprintf("all %d conditions hold for the final answer %s", total, quoteShort(answer))
+		res.Detail = fmt.Sprintf("all %d conditions hold for %s %s", total, what, quoteShort(answer))
 	} else {
-		res.Detail = fmt.Sprintf("%d of %d conditions hold; the final answer %s %s", held, total, quoteShort(answer), strings.Join(failed, "; "))
+		res.Detail = fmt.Sprintf("%d of %d conditions hold; %s %s %s", held, total, what, quoteShort(answer), strings.Join(failed, "; "))
 	}
 	return res
 }
@@ -210,13 +208,22 @@ type ToolCalledCheck struct {
 	// Min is the fewest matching calls (1 when 0); Max the most (no limit when 0).
 	Min int `json:"min,omitempty"`
 	Max int `json:"max,omitempty"`
+	// Turn, when set, counts only calls requested in that model turn of
+	// their run (1 is the first answer): Deep Agents' tool_call(step=…).
+	Turn int `json:"turn,omitempty"`
 }
 
 // Kind implements Check.
 func (c *ToolCalledCheck) Kind() string { return KindToolCalled }
 
 // Name implements Check.
-func (c *ToolCalledCheck) Name() string { return scopedName(KindToolCalled, c.Call.Name, c.Agent) }
+func (c *ToolCalledCheck) Name() string {
+	name := c.Call.Name
+	if c.Turn > 0 {
+		name = fmt.Sprintf("%s, turn %d", name, c.Turn)
+	}
+	return scopedName(KindToolCalled, name, c.Agent)
+}
 
 func scopedName(kind, tool, scope string) string {
 	if scope == "" || scope == ScopeAll {
@@ -235,6 +242,9 @@ func (c *ToolCalledCheck) Validate() error {
 	}
 	if c.Max > 0 && c.Max < c.min() {
 		return fmt.Errorf("max (%d) is below min (%d)", c.Max, c.min())
+	}
+	if c.Turn < 0 {
+		return errors.New("turn cannot be negative")
 	}
 	return nil
 }
@@ -292,6 +302,12 @@ func (c *ToolCalledCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict 
 	calls, _ := scopedCalls(rec, c.Agent)
 	var matching, sameName []ToolCall
 	for _, call := range calls {
+		if c.Turn > 0 && call.Turn != c.Turn {
+			if call.Name == c.Call.Name {
+				sameName = append(sameName, call)
+			}
+			continue
+		}
 		if c.Call.Match(call) {
 			matching = append(matching, call)
 		} else if c.Call.Name == "*" || call.Name == c.Call.Name {
@@ -315,15 +331,31 @@ func (c *ToolCalledCheck) Evaluate(_ context.Context, rec *Record) CheckVerdict 
 	default:
 		res.Score = ratio(c.Max, n)
 	}
-	res.Detail = fmt.Sprintf("expected %s call(s) of %s %s; found %d", want, c.Call.String(), scopeText(c.Agent), n)
+	inTurn := ""
+	if c.Turn > 0 {
+		inTurn = fmt.Sprintf(" in turn %d", c.Turn)
+	}
+	res.Detail = fmt.Sprintf("expected %s call(s) of %s%s %s; found %d", want, c.Call.String(), inTurn, scopeText(c.Agent), n)
 	if !res.Passed {
 		if len(sameName) > 0 {
-			res.Detail += fmt.Sprintf("; non-matching calls of %s: %s", c.Call.Name, callsText(limitCalls(sameName, 5)))
+			res.Detail += fmt.Sprintf("; non-matching calls of %s: %s", c.Call.Name, turnCallsText(limitCalls(sameName, 5)))
 		} else if n == 0 {
 			res.Detail += "; tools called: " + namesText(calls)
 		}
 	}
 	return res
+}
+
+// turnCallsText renders calls with the turn each was requested in.
+func turnCallsText(cs []ToolCall) string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = callText(c)
+		if c.Turn > 0 {
+			out[i] += fmt.Sprintf(" (turn %d)", c.Turn)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func limitCalls(cs []ToolCall, n int) []ToolCall {

@@ -165,10 +165,10 @@ func TestEvaluateAllKeepsOrder(t *testing.T) {
 func TestMalformedChecks(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"tool_called: x\n", "checks.yaml:1:1: want a list, got a mapping"},
-		{"- tool_callled: get_weather\n", `checks.yaml:1:3: [0].tool_callled: unknown check "tool_callled" (known checks: final_answer, tool_called, tool_not_called, trajectory, file_exists, file_contains, max_steps, max_tokens, max_cost_usd, no_error)`},
+		{"- tool_callled: get_weather\n", `checks.yaml:1:3: [0].tool_callled: unknown check "tool_callled" (known checks: final_answer, assistant_text, tool_result, tool_called, tool_not_called, trajectory, same_turn, turns, tool_call_count, file_exists, file_contains, file_equals, file_excludes, file_absent, state, max_steps, max_tokens, max_cost_usd, no_error, not, script)`},
 		{"- get_weather\n", "checks.yaml:1:3: [0]: a check is a one-key mapping such as {tool_called: get_weather}; got a string"},
 		{"- {tool_called: a, no_error: true}\n", "checks.yaml:1:3: [0]: a check has exactly one kind, got 2 keys (tool_called, no_error)"},
-		{"- tool_called: {name: get_weather, argz: {city: Paris}}\n", `checks.yaml:1:36: [0].tool_called.argz: unknown key "argz" (known keys: name, args, args_mode, args_path, args_regex, subagent, agent, times, min, max)`},
+		{"- tool_called: {name: get_weather, argz: {city: Paris}}\n", `checks.yaml:1:36: [0].tool_called.argz: unknown key "argz" (known keys: name, args, args_mode, args_path, args_regex, subagent, agent, times, min, max, turn)`},
 		{"- tool_called: {args: {city: Paris}}\n", "checks.yaml:1:16: [0].tool_called: missing key name"},
 		{"- tool_called: [get_weather]\n", "checks.yaml:1:16: [0].tool_called: want a tool name or a mapping with name and args, got a list"},
 		{"- tool_called: {name: get_weather, args: Paris}\n", "checks.yaml:1:42: [0].tool_called.args: want a mapping of argument names to values, got a string"},
@@ -188,7 +188,7 @@ func TestMalformedChecks(t *testing.T) {
 		{"- trajectory: {mode: strict, calls: [a, 3]}\n", "checks.yaml:1:41: [0].trajectory.calls[1]: want a tool name or a mapping with name and args, got a number"},
 		{"- trajectory: {mode: strict, calls: [a], threshold: 2}\n", "checks.yaml:1:53: [0].trajectory.threshold: must be greater than 0 and at most 1, got 2"},
 		{"- trajectory:\n    mode: strict\n    calls:\n      - name: task\n        subagent: {mode: strict, calls: [a], agent: x}\n", `checks.yaml:5:46: [0].trajectory.calls[0].subagent.agent: unknown key "agent" (known keys: mode, calls, threshold)`},
-		{"- final_answer: {}\n", "checks.yaml:1:17: [0].final_answer: final_answer needs at least one of contains, not_contains, regex, equals, json_schema"},
+		{"- final_answer: {}\n", "checks.yaml:1:17: [0].final_answer: final_answer needs at least one of contains, contains_any, not_contains, starts_with, regex, equals, json_schema, is_json, contains_json, is_xml, is_sql, levenshtein, rouge_n, bleu"},
 		{"- final_answer: {regex: '['}\n", "checks.yaml:1:25: [0].final_answer.regex: invalid regular expression"},
 		{"- final_answer: {contains: []}\n", "checks.yaml:1:28: [0].final_answer.contains: the list is empty"},
 		{"- final_answer: {contains: {a: b}}\n", "[0].final_answer.contains: want a string or a list of strings, got a mapping"},
@@ -268,7 +268,7 @@ func TestChecksBuiltInGoAreValidated(t *testing.T) {
 	rec := weatherRecord()
 	for _, c := range []rubrics.Check{
 		&rubrics.FinalAnswerCheck{},
-		&rubrics.FinalAnswerCheck{Regex: "("},
+		&rubrics.FinalAnswerCheck{TextMatch: rubrics.TextMatch{Regex: "("}},
 		&rubrics.ToolCalledCheck{Call: rubrics.CallMatcher{Name: "get_weather"}, Min: 3, Max: 2},
 		&rubrics.ToolCalledCheck{Call: rubrics.CallMatcher{Name: "x", Args: rubrics.ArgsMatcher{Mode: "fuzzy"}}},
 		&rubrics.ToolNotCalledCheck{Call: rubrics.CallMatcher{Name: ""}},

@@ -1,6 +1,7 @@
 package rubrics
 
 import (
+	"encoding/json"
 	"maps"
 	"math"
 	"regexp"
@@ -47,8 +48,26 @@ type CheckDecoder func(spec ast.Node, key string) (Check, error)
 // DecodeChecksWith is DecodeChecks that also accepts the kinds in custom.
 // A custom kind never replaces a built-in one.
 func DecodeChecksWith(file string, node ast.Node, key string, custom map[string]CheckDecoder) ([]Check, error) {
+	return DecodeChecksOpts(file, node, key, DecodeOptions{Custom: custom})
+}
+
+// DecodeOptions are what decoding checks needs from the suite around them.
+type DecodeOptions struct {
+	// Custom decodes the kinds registered in Go.
+	Custom map[string]CheckDecoder
+	// Include reads the file a "file://path" expected value names; nil
+	// leaves such values as they are written.
+	Include func(path string) (string, error)
+	// Dir is where code assertions run (the suite's directory).
+	Dir string
+	// NonGating makes every check informational (a case's expect: list).
+	NonGating bool
+}
+
+// DecodeChecksOpts is DecodeChecks with options.
+func DecodeChecksOpts(file string, node ast.Node, key string, o DecodeOptions) ([]Check, error) {
 	d := newDecoder(file)
-	d.custom = custom
+	d.custom, d.include, d.dir = o.Custom, o.Include, o.Dir
 	items, err := d.sequence(node, key)
 	if err != nil {
 		return nil, err
@@ -58,6 +77,9 @@ func DecodeChecksWith(file string, node ast.Node, key string, custom map[string]
 		c, err := d.check(item, index(key, i))
 		if err != nil {
 			return nil, err
+		}
+		if o.NonGating {
+			c = NonGating(c)
 		}
 		out = append(out, c)
 	}
@@ -69,19 +91,47 @@ func DecodeCheck(file string, node ast.Node, key string) (Check, error) {
 	return newDecoder(file).check(node, key)
 }
 
+// gatingKey is the key beside a check's kind that makes it informational:
+// {tool_called: {…}, gating: false}.
+const gatingKey = "gating"
+
 func (d *decoder) check(n ast.Node, key string) (Check, error) {
 	entries, err := d.mapping(n, key)
 	if err != nil {
 		return nil, d.errf(n, key, "a check is a one-key mapping such as {tool_called: get_weather}; got %s", yamlx.Kind(d.resolve(n)))
 	}
-	if len(entries) != 1 {
-		names := make([]string, len(entries))
-		for i, e := range entries {
+	gating := true
+	var kinds []entry
+	for _, e := range entries {
+		if e.key != gatingKey {
+			kinds = append(kinds, e)
+			continue
+		}
+		if gating, err = d.boolean(e.val, join(key, gatingKey)); err != nil {
+			return nil, err
+		}
+		if gating {
+			return nil, d.errf(e.val, join(key, gatingKey), "gating: true is the default; write gating: false to make the check informational, or remove the key")
+		}
+	}
+	if len(kinds) != 1 {
+		names := make([]string, len(kinds))
+		for i, e := range kinds {
 			names[i] = e.key
 		}
-		return nil, d.errf(n, key, "a check has exactly one kind, got %d keys (%s); write each check as its own list item", len(entries), strings.Join(names, ", "))
+		return nil, d.errf(n, key, "a check has exactly one kind, got %d keys (%s); write each check as its own list item", len(kinds), strings.Join(names, ", "))
 	}
-	e := entries[0]
+	c, err := d.checkKind(kinds[0], key)
+	if err != nil {
+		return nil, err
+	}
+	if !gating {
+		c = NonGating(c)
+	}
+	return c, nil
+}
+
+func (d *decoder) checkKind(e entry, key string) (Check, error) {
 	k := join(key, e.key)
 	switch e.key {
 	case KindFinalAnswer:
@@ -113,6 +163,37 @@ func (d *decoder) check(n ast.Node, key string) (Check, error) {
 		return &MaxCostCheck{LimitUSD: f}, nil
 	case KindNoError:
 		return d.noError(e.val, k)
+	case KindNot:
+		inner, err := d.check(e.val, k)
+		if err != nil {
+			return nil, err
+		}
+		if !IsGating(inner) {
+			return nil, d.errf(e.val, k, "put gating: false beside not, not inside it")
+		}
+		return &NotCheck{Check: inner}, nil
+	case KindAssistantText:
+		return d.assistantText(e.val, k)
+	case KindToolResult:
+		return d.toolResult(e.val, k)
+	case KindState:
+		return d.state(e.val, k)
+	case KindFileEquals:
+		return d.fileEquals(e.val, k)
+	case KindFileAbsent:
+		p, err := d.pathSpec(e.val, k)
+		return &FileAbsentCheck{Path: p}, err
+	case KindFileExcludes:
+		return d.fileExcludes(e.val, k)
+	case KindTurns:
+		b, err := d.bounds(e.val, k)
+		return &TurnsCheck{Bounds: b}, err
+	case KindToolCallCount:
+		return d.toolCallCount(e.val, k)
+	case KindSameTurn:
+		return d.sameTurn(e.val, k)
+	case KindScript:
+		return d.script(e.val, k)
 	}
 	if dec, ok := d.custom[e.key]; ok {
 		return dec(e.val, k)
@@ -163,55 +244,199 @@ func (d *decoder) regex(n ast.Node, key string) (string, error) {
 	return s, nil
 }
 
+// textKeys are the keys of a text condition set (TextMatch).
+var textKeys = []string{"contains", "contains_any", "not_contains", "starts_with", "regex", "equals", "json_schema",
+	"is_json", "contains_json", "is_xml", "is_sql", "levenshtein", "rouge_n", "bleu", "ignore_case"}
+
 func (d *decoder) finalAnswer(n ast.Node, key string) (Check, error) {
-	f, _, err := d.fields(n, key, "contains", "not_contains", "regex", "equals", "json_schema", "ignore_case")
+	f, _, err := d.fields(n, key, append(slices.Clone(textKeys), "from")...)
 	if err != nil {
 		return nil, err
 	}
 	c := &FinalAnswerCheck{}
-	if e, ok := f["contains"]; ok {
-		if c.Contains, err = d.texts(e.val, join(key, "contains")); err != nil {
+	if c.TextMatch, err = d.textMatch(f, key); err != nil {
+		return nil, err
+	}
+	if e, ok := f["from"]; ok {
+		k := join(key, "from")
+		if c.From, err = d.str(e.val, k); err != nil {
 			return nil, err
 		}
+		if c.From != FromLastText && c.From != FromLastMessage {
+			return nil, d.errf(e.val, k, "from must be %s (the last non-empty assistant text, the default) or %s (the last assistant message, even when empty, as Deep Agents reads it), got %q", FromLastText, FromLastMessage, c.From)
+		}
 	}
-	if e, ok := f["not_contains"]; ok {
-		if c.NotContains, err = d.texts(e.val, join(key, "not_contains")); err != nil {
-			return nil, err
+	if err := c.TextMatch.Validate(); err != nil {
+		return nil, d.errf(n, key, "final_answer %v", err)
+	}
+	return c, nil
+}
+
+// textMatch decodes the text conditions among a check's fields.
+func (d *decoder) textMatch(f map[string]entry, key string) (TextMatch, error) {
+	var m TextMatch
+	var err error
+	for _, list := range []struct {
+		name string
+		dst  *[]string
+	}{{"contains", &m.Contains}, {"contains_any", &m.ContainsAny}, {"not_contains", &m.NotContains}} {
+		if e, ok := f[list.name]; ok {
+			if *list.dst, err = d.texts(e.val, join(key, list.name)); err != nil {
+				return m, err
+			}
+		}
+	}
+	if e, ok := f["starts_with"]; ok {
+		if m.StartsWith, err = d.text(e.val, join(key, "starts_with")); err != nil {
+			return m, err
 		}
 	}
 	if e, ok := f["regex"]; ok {
-		if c.Regex, err = d.regex(e.val, join(key, "regex")); err != nil {
-			return nil, err
+		if m.Regex, err = d.regex(e.val, join(key, "regex")); err != nil {
+			return m, err
 		}
 	}
 	if e, ok := f["equals"]; ok {
 		s, err := d.text(e.val, join(key, "equals"))
 		if err != nil {
-			return nil, err
+			return m, err
 		}
-		c.Equals = &s
+		m.Equals = &s
 	}
 	if e, ok := f["json_schema"]; ok {
-		k := join(key, "json_schema")
-		if _, ok := d.resolve(e.val).(ast.MapNode); !ok {
-			return nil, d.errf(e.val, k, "want a JSON Schema mapping, got %s", yamlx.Kind(d.resolve(e.val)))
-		}
-		if c.JSONSchema, err = d.json(e.val, k); err != nil {
-			return nil, err
-		}
-		if _, err := tool.ParseSchema(c.JSONSchema); err != nil {
-			return nil, d.errf(e.val, k, "%v", err)
+		if m.JSONSchema, err = d.schema(e.val, join(key, "json_schema")); err != nil {
+			return m, err
 		}
 	}
-	if e, ok := f["ignore_case"]; ok {
-		if c.IgnoreCase, err = d.boolean(e.val, join(key, "ignore_case")); err != nil {
-			return nil, err
+	for _, flag := range []struct {
+		name string
+		dst  *bool
+	}{{"is_json", &m.IsJSON}, {"is_xml", &m.IsXML}, {"is_sql", &m.IsSQL}, {"ignore_case", &m.IgnoreCase}} {
+		if e, ok := f[flag.name]; ok {
+			if *flag.dst, err = d.boolean(e.val, join(key, flag.name)); err != nil {
+				return m, err
+			}
 		}
 	}
-	if err := c.Validate(); err != nil {
+	if e, ok := f["contains_json"]; ok {
+		k := join(key, "contains_json")
+		if _, isMap := d.resolve(e.val).(ast.MapNode); isMap {
+			cf, _, err := d.fields(e.val, k, "schema")
+			if err != nil {
+				return m, err
+			}
+			se, ok := cf["schema"]
+			if !ok {
+				return m, d.errf(e.val, k, "want true, or {schema: {…}} for JSON that a schema validates")
+			}
+			if m.ContainsJSONSchema, err = d.schema(se.val, join(k, "schema")); err != nil {
+				return m, err
+			}
+		} else if m.ContainsJSON, err = d.boolean(e.val, k); err != nil {
+			return m, d.errf(e.val, k, "want true, or {schema: {…}}, got %s", yamlx.Kind(d.resolve(e.val)))
+		}
+	}
+	if e, ok := f["levenshtein"]; ok {
+		k := join(key, "levenshtein")
+		lf, _, err := d.fields(e.val, k, "value", "max_distance")
+		if err != nil {
+			return m, err
+		}
+		l := &LevenshteinMatch{}
+		ve, ok := lf["value"]
+		if !ok {
+			return m, d.errf(e.val, k, "missing key value (the text to compare with)")
+		}
+		if l.Value, err = d.text(ve.val, join(k, "value")); err != nil {
+			return m, err
+		}
+		if me, ok := lf["max_distance"]; ok {
+			if l.MaxDistance, err = d.integer(me.val, join(k, "max_distance")); err != nil {
+				return m, err
+			}
+			if l.MaxDistance < 0 {
+				return m, d.errf(me.val, join(k, "max_distance"), "must not be negative, got %d", l.MaxDistance)
+			}
+		}
+		m.Levenshtein = l
+	}
+	if e, ok := f["rouge_n"]; ok {
+		k := join(key, "rouge_n")
+		rf, _, err := d.fields(e.val, k, "reference", "n", "threshold")
+		if err != nil {
+			return m, err
+		}
+		r := &RougeMatch{}
+		if r.Reference, err = d.reference(rf, e.val, k); err != nil {
+			return m, err
+		}
+		if ne, ok := rf["n"]; ok {
+			if r.N, err = d.integer(ne.val, join(k, "n")); err != nil {
+				return m, err
+			}
+			if r.N < 1 || r.N > 4 {
+				return m, d.errf(ne.val, join(k, "n"), "n must be between 1 and 4, got %d", r.N)
+			}
+		}
+		if r.Threshold, err = d.threshold(rf, k); err != nil {
+			return m, err
+		}
+		m.RougeN = r
+	}
+	if e, ok := f["bleu"]; ok {
+		k := join(key, "bleu")
+		bf, _, err := d.fields(e.val, k, "reference", "threshold")
+		if err != nil {
+			return m, err
+		}
+		b := &BLEUMatch{}
+		if b.Reference, err = d.reference(bf, e.val, k); err != nil {
+			return m, err
+		}
+		if b.Threshold, err = d.threshold(bf, k); err != nil {
+			return m, err
+		}
+		m.BLEU = b
+	}
+	return m, nil
+}
+
+func (d *decoder) reference(f map[string]entry, n ast.Node, key string) (string, error) {
+	e, ok := f["reference"]
+	if !ok {
+		return "", d.errf(n, key, "missing key reference (the text to compare with)")
+	}
+	return d.text(e.val, join(key, "reference"))
+}
+
+func (d *decoder) threshold(f map[string]entry, key string) (float64, error) {
+	e, ok := f["threshold"]
+	if !ok {
+		return 0, nil
+	}
+	k := join(key, "threshold")
+	t, err := d.float(e.val, k)
+	if err != nil {
+		return 0, err
+	}
+	if !(t > 0 && t <= 1) {
+		return 0, d.errf(e.val, k, "must be greater than 0 and at most 1, got %v", t)
+	}
+	return t, nil
+}
+
+func (d *decoder) schema(n ast.Node, key string) (json.RawMessage, error) {
+	if _, ok := d.resolve(n).(ast.MapNode); !ok {
+		return nil, d.errf(n, key, "want a JSON Schema mapping, got %s", yamlx.Kind(d.resolve(n)))
+	}
+	raw, err := d.json(n, key)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tool.ParseSchema(raw); err != nil {
 		return nil, d.errf(n, key, "%v", err)
 	}
-	return c, nil
+	return raw, nil
 }
 
 var callKeys = []string{"name", "args", "args_mode", "args_path", "args_regex", "subagent"}
@@ -225,7 +450,7 @@ func (d *decoder) callMatcher(n ast.Node, key string, extra ...string) (CallMatc
 		if strings.TrimSpace(name) == "" {
 			return m, nil, d.errf(n, key, "the tool name is empty")
 		}
-		m.Name = name
+		m.Name, m.at = name, key
 		return m, map[string]entry{}, nil
 	}
 	if _, ok := d.resolve(n).(ast.MapNode); !ok {
@@ -245,6 +470,7 @@ func (d *decoder) callMatcher(n ast.Node, key string, extra ...string) (CallMatc
 	if strings.TrimSpace(m.Name) == "" {
 		return m, nil, d.errf(e.val, join(key, "name"), "the tool name is empty")
 	}
+	m.at = join(key, "name")
 	if e, ok := f["args"]; ok {
 		k := join(key, "args")
 		if _, ok := d.resolve(e.val).(ast.MapNode); !ok {
@@ -327,13 +553,18 @@ func (d *decoder) scope(f map[string]entry, key string) (string, error) {
 }
 
 func (d *decoder) toolCalled(n ast.Node, key string) (Check, error) {
-	m, f, err := d.callMatcher(n, key, "agent", "times", "min", "max")
+	m, f, err := d.callMatcher(n, key, "agent", "times", "min", "max", "turn")
 	if err != nil {
 		return nil, err
 	}
 	c := &ToolCalledCheck{Call: m}
 	if c.Agent, err = d.scope(f, key); err != nil {
 		return nil, err
+	}
+	if e, ok := f["turn"]; ok {
+		if c.Turn, err = d.positiveInt(e.val, join(key, "turn")); err != nil {
+			return nil, err
+		}
 	}
 	if e, ok := f["times"]; ok {
 		if _, has := f["min"]; has {

@@ -307,6 +307,9 @@ type CallMatcher struct {
 	Args ArgsMatcher `json:"args,omitzero"`
 	// Subagent, when set, must hold for the run the (task) call started.
 	Subagent *TrajectoryCheck `json:"subagent,omitempty"`
+
+	// at is the key of the tool name in the suite, for validation's errors.
+	at string
 }
 
 // Validate checks the matcher.

@@ -17,8 +17,23 @@ import (
 // calls as a tree of trajectories (a task call holds its subagent's run),
 // file access, usage, steps, cost and the run's error.
 type Record struct {
+	// CaseID and Input name the case the run answered (set by the caller);
+	// code assertions receive them.
+	CaseID string
+	Input  string
 	// Messages are the final state's messages.
 	Messages []llm.Message
+	// Start is the index in Messages of the case's own user message: the
+	// messages before it are a prior history the case gave (multi-turn
+	// input), which no check reads as the run's.
+	Start int
+	// Replies are the root agent's model answers in this run, one per
+	// model turn, in order (Deep Agents' agent steps).
+	Replies []llm.Message
+	// Todos and Values are the final state's todo list and middleware
+	// state values, for state checks.
+	Todos  []agent.Todo
+	Values map[string]json.RawMessage
 	// StructuredResponse is the final state's structured response, if any.
 	StructuredResponse json.RawMessage
 	// Trajectory is the root agent's run; task calls hold their subagents' runs.
@@ -67,6 +82,8 @@ type Trajectory struct {
 	// ToolCallID is the id of the task call that started a subagent run.
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Calls      []ToolCall `json:"calls"`
+	// Turns counts the run's model answers.
+	Turns int `json:"turns,omitempty"`
 	// Messages is a subagent run's transcript as its events show it: the
 	// task description as the user message, then each model answer and tool
 	// result. It is empty for the root run (its transcript is Record.Messages).
@@ -80,6 +97,9 @@ type ToolCall struct {
 	Args json.RawMessage `json:"args"`
 	// Step groups calls the model requested in the same turn: they share it.
 	Step int `json:"step"`
+	// Turn is the model turn of its run that requested the call, from 1:
+	// the n-th model answer (Deep Agents' step index).
+	Turn int `json:"turn,omitempty"`
 	// Result is the text of the tool's answer; IsError marks a failed call.
 	Result  string `json:"result,omitempty"`
 	IsError bool   `json:"is_error,omitempty"`
@@ -141,13 +161,72 @@ func (s StateFiles) ReadFile(_ context.Context, path string) (string, error) {
 }
 
 // FinalAnswer is the run's answer as checks see it: the structured response
-// as JSON when there is one, else the last non-empty assistant text.
+// as JSON when there is one, else the last non-empty assistant text of the
+// run (an answer whose last message only called tools, or said nothing,
+// still has the text it gave before). LastMessage is Deep Agents' choice.
 func (r *Record) FinalAnswer() string {
 	if len(r.StructuredResponse) > 0 && string(r.StructuredResponse) != "null" {
 		return string(r.StructuredResponse)
 	}
-	s := agent.State{Messages: r.Messages}
+	s := agent.State{Messages: r.own()}
 	return s.LastText()
+}
+
+// LastMessage is the text of the run's last assistant message, even when
+// it is empty: what Deep Agents' trajectory.answer reads. The structured
+// response wins as in FinalAnswer.
+func (r *Record) LastMessage() string {
+	if len(r.StructuredResponse) > 0 && string(r.StructuredResponse) != "null" {
+		return string(r.StructuredResponse)
+	}
+	msgs := r.own()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleAssistant {
+			return msgs[i].Text()
+		}
+	}
+	return ""
+}
+
+// own returns the messages of this run: the case's input and what came
+// after it, without a prior history.
+func (r *Record) own() []llm.Message {
+	if r.Start > 0 && r.Start <= len(r.Messages) {
+		return r.Messages[r.Start:]
+	}
+	return r.Messages
+}
+
+// AssistantTexts lists the non-empty texts of the root agent's answers in
+// this run, in order.
+func (r *Record) AssistantTexts() []string {
+	var out []string
+	msgs := r.Replies
+	if msgs == nil {
+		msgs = r.own()
+	}
+	for _, m := range msgs {
+		if m.Role == llm.RoleAssistant {
+			if t := m.Text(); t != "" {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// Turns counts the root agent's model answers in this run.
+func (r *Record) Turns() int {
+	if r.Replies != nil {
+		return len(r.Replies)
+	}
+	n := 0
+	for _, m := range r.own() {
+		if m.Role == llm.RoleAssistant {
+			n++
+		}
+	}
+	return n
 }
 
 // FinalEvaluation returns the last rubric grading of the run, which holds
@@ -174,16 +253,24 @@ func (r *Record) ToolCallNames() []string { return r.Trajectory.Names() }
 // delivered one after the other in call order, so each run belongs to the
 // earliest task call of that type still open.
 func NewRecord(events []agent.Event, final *agent.State) *Record {
-	rec := &Record{}
+	return NewRecordAt(events, final, 0)
+}
+
+// NewRecordAt is NewRecord for a run whose input began with a prior history:
+// start is the index of the case's own user message in the final messages,
+// and nothing before it counts as the run's.
+func NewRecordAt(events []agent.Event, final *agent.State, start int) *Record {
+	rec := &Record{Start: start}
 	if final != nil {
 		rec.Messages = final.Messages
 		rec.StructuredResponse = final.StructuredResponse
 		rec.Files = StateFiles(final.Files)
+		rec.Todos, rec.Values = final.Todos, final.Values
 	}
 	if len(events) == 0 {
-		rec.Trajectory = TrajectoryFromMessages("main", rec.Messages)
+		rec.Trajectory = TrajectoryFromMessages("main", rec.own())
 		rec.Runs = []*Trajectory{rec.Trajectory}
-		rec.Steps = stepsFromMessages(rec.Messages)
+		rec.Steps = stepsFromMessages(rec.own())
 		return rec
 	}
 	b := &recordBuilder{rec: rec, live: map[string]*liveRun{}}
@@ -203,16 +290,19 @@ func TrajectoryFromMessages(agentPath string, msgs []llm.Message) *Trajectory {
 	t := &Trajectory{Agent: agentPath, Calls: []ToolCall{}}
 	at := map[string]int{}
 	turn := 0
+	answers := 0
 	for _, m := range msgs {
 		switch m.Role {
 		case llm.RoleAssistant:
+			answers++
+			t.Turns = answers
 			if len(m.ToolCalls) == 0 {
 				continue
 			}
 			turn++
 			for _, tc := range m.ToolCalls {
 				at[tc.ID] = len(t.Calls)
-				t.Calls = append(t.Calls, ToolCall{ID: tc.ID, Name: tc.Name, Args: tc.Args, Step: turn})
+				t.Calls = append(t.Calls, ToolCall{ID: tc.ID, Name: tc.Name, Args: tc.Args, Step: turn, Turn: answers})
 			}
 		case llm.RoleTool:
 			if i, ok := at[m.ToolCallID]; ok {
@@ -265,9 +355,13 @@ func (b *recordBuilder) add(ev *agent.Event) {
 	}
 	grader := isGraderPath(path)
 	if ev.Type == agent.EventModelEnd && ev.Response != nil {
+		if !grader {
+			b.run(path).traj.Turns++
+		}
 		switch {
 		case path == b.root:
 			b.rec.Usage.Agent.Add(ev.Response.Usage)
+			b.rec.Replies = append(b.rec.Replies, ev.Response.Message)
 		case grader:
 			b.rec.Usage.Grader.Add(ev.Response.Usage)
 		default:
@@ -318,7 +412,7 @@ func (b *recordBuilder) add(ev *agent.Event) {
 	}
 	if at < 0 {
 		at = len(r.traj.Calls)
-		r.traj.Calls = append(r.traj.Calls, ToolCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name, Args: ev.ToolCall.Args, Step: ev.Step})
+		r.traj.Calls = append(r.traj.Calls, ToolCall{ID: ev.ToolCall.ID, Name: ev.ToolCall.Name, Args: ev.ToolCall.Args, Step: ev.Step, Turn: r.traj.Turns})
 		r.open = append(r.open, at)
 	}
 	if ev.Type == agent.EventToolEnd {

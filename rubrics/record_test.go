@@ -260,9 +260,9 @@ func TestRecordFromMessagesOnly(t *testing.T) {
 	}
 	rec := rubrics.NewRecord(nil, state)
 	assert.Equal(t, []rubrics.ToolCall{
-		{ID: "1", Name: "a", Args: json.RawMessage(`{}`), Step: 1, Result: "A!"},
-		{ID: "2", Name: "b", Args: json.RawMessage(`{"x":1}`), Step: 1, Result: "B!", IsError: true},
-		{ID: "3", Name: "c", Step: 2, Result: "C!"},
+		{ID: "1", Name: "a", Args: json.RawMessage(`{}`), Step: 1, Turn: 1, Result: "A!"},
+		{ID: "2", Name: "b", Args: json.RawMessage(`{"x":1}`), Step: 1, Turn: 1, Result: "B!", IsError: true},
+		{ID: "3", Name: "c", Step: 2, Turn: 2, Result: "C!"},
 	}, rec.Trajectory.Calls)
 	assert.Equal(t, 5, rec.Steps)
 	assert.Equal(t, `{"ok":true}`, rec.FinalAnswer())

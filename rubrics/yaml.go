@@ -71,6 +71,10 @@ type decoder struct {
 	anchors map[string]ast.Node
 	// custom decodes the check kinds registered in Go (DecodeChecksWith).
 	custom map[string]CheckDecoder
+	// include reads file:// expected values; nil leaves them as written.
+	include func(path string) (string, error)
+	// dir is where code assertions run.
+	dir string
 }
 
 func newDecoder(file string) *decoder {
@@ -185,14 +189,32 @@ func (d *decoder) str(n ast.Node, key string) (string, error) {
 }
 
 // text is str for free text, where a number or boolean written without
-// quotes means its literal text (contains: 21 looks for "21").
+// quotes means its literal text (contains: 21 looks for "21"), and
+// "file://path" means the content of that file when the decoder reads
+// includes (the suite's expected values).
 func (d *decoder) text(n ast.Node, key string) (string, error) {
 	switch v := d.resolve(n).(type) {
 	case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
 		return v.GetToken().Value, nil
 	}
-	return d.str(n, key)
+	s, err := d.str(n, key)
+	if err != nil {
+		return "", err
+	}
+	if rest, ok := strings.CutPrefix(s, IncludePrefix); ok && d.include != nil {
+		content, err := d.include(rest)
+		if err != nil {
+			return "", d.errf(n, key, "%v", err)
+		}
+		return content, nil
+	}
+	return s, nil
 }
+
+// IncludePrefix starts an expected value, seeded file or mock result that
+// is the content of a file: "file://expected/answer.md", relative to the
+// suite file.
+const IncludePrefix = "file://"
 
 // texts accepts one text or a list of texts.
 func (d *decoder) texts(n ast.Node, key string) ([]string, error) {

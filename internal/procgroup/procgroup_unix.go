@@ -1,15 +1,15 @@
 //go:build unix
 
-package evals
+package procgroup
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// killGroup runs the command in its own process group so that a timeout
+// Set runs the command in its own process group so that cancelling it
 // kills everything it started, not only the first process.
-func killGroup(cmd *exec.Cmd) {
+func Set(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package evals
-
-import "os/exec"
-
-func killGroup(*exec.Cmd) {}
