@@ -351,12 +351,14 @@ func (d *decoder) textMatch(f map[string]entry, key string) (TextMatch, error) {
 			return m, err
 		}
 		if me, ok := lf["max_distance"]; ok {
-			if l.MaxDistance, err = d.integer(me.val, join(k, "max_distance")); err != nil {
+			v, err := d.integer(me.val, join(k, "max_distance"))
+			if err != nil {
 				return m, err
 			}
-			if l.MaxDistance < 0 {
-				return m, d.errf(me.val, join(k, "max_distance"), "must not be negative, got %d", l.MaxDistance)
+			if v < 0 {
+				return m, d.errf(me.val, join(k, "max_distance"), "must not be negative, got %d", v)
 			}
+			l.MaxDistance = &v
 		}
 		m.Levenshtein = l
 	}

@@ -63,11 +63,11 @@ type TextMatch struct {
 }
 
 // LevenshteinMatch holds when the edit distance between the text and Value
-// (in Unicode code points) is at most MaxDistance (promptfoo's default, 5,
-// when 0).
+// (in Unicode code points) is at most MaxDistance.
 type LevenshteinMatch struct {
-	Value       string `json:"value"`
-	MaxDistance int    `json:"max_distance,omitempty"`
+	Value string `json:"value"`
+	// MaxDistance is the most edits allowed; nil means DefaultMaxDistance.
+	MaxDistance *int `json:"max_distance,omitempty"`
 }
 
 // RougeMatch holds when ROUGE-N recall of the text against Reference is at
@@ -120,7 +120,7 @@ func (m *TextMatch) Validate() error {
 			}
 		}
 	}
-	if l := m.Levenshtein; l != nil && l.MaxDistance < 0 {
+	if l := m.Levenshtein; l != nil && l.MaxDistance != nil && *l.MaxDistance < 0 {
 		return errors.New("levenshtein.max_distance cannot be negative")
 	}
 	if r := m.RougeN; r != nil {
@@ -217,9 +217,9 @@ func (m *TextMatch) match(text string) (held, total int, failed []string) {
 		cond(err == nil, what)
 	}
 	if l := m.Levenshtein; l != nil {
-		limit := l.MaxDistance
-		if limit == 0 {
-			limit = DefaultMaxDistance
+		limit := DefaultMaxDistance
+		if l.MaxDistance != nil {
+			limit = *l.MaxDistance
 		}
 		d := levenshtein.ComputeDistance(strings.TrimSpace(text), strings.TrimSpace(StripZeroWidth(l.Value)))
 		cond(d <= limit, fmt.Sprintf("is %d edits from %q (at most %d allowed)", d, l.Value, limit))

@@ -232,9 +232,14 @@ func (d *decoder) texts(n ast.Node, key string) ([]string, error) {
 		}
 		return out, nil
 	}
+	switch d.resolve(n).(type) {
+	case *ast.StringNode, *ast.LiteralNode, *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode:
+	default:
+		return nil, d.errf(n, key, "want a string or a list of strings, got %s", yamlx.Kind(d.resolve(n)))
+	}
 	s, err := d.text(n, key)
 	if err != nil {
-		return nil, d.errf(n, key, "want a string or a list of strings, got %s", yamlx.Kind(d.resolve(n)))
+		return nil, err
 	}
 	return []string{s}, nil
 }
