@@ -209,7 +209,7 @@ func (af *File) profile() (*profile.HarnessProfile, error) {
 	c := af.Profile.Inline
 	if c == nil {
 		// A File built in Go rather than read from YAML.
-		loaded, err := profile.LoadConfigFile(af.resolvePath(af.Profile.File))
+		loaded, err := profile.LoadConfigFile(af.resolvePathOf("profile")(af.Profile.File))
 		if err != nil {
 			return nil, err
 		}
@@ -293,13 +293,14 @@ func (af *File) backend() (backend.Backend, error) {
 }
 
 func (af *File) buildBackend(d *Backend) (backend.Backend, error) {
+	resolve := af.resolvePathOf("backend")
 	switch d.Kind {
 	case "", "state":
 		return backend.NewState(), nil
 	case "store":
 		var kv backend.KVStore
 		if d.Database != "" {
-			db, err := sqlitestore.Open(af.resolvePath(d.Database))
+			db, err := sqlitestore.Open(resolve(d.Database))
 			if err != nil {
 				return nil, err
 			}
@@ -313,7 +314,7 @@ func (af *File) buildBackend(d *Backend) (backend.Backend, error) {
 		}
 		return backend.NewStore(kv, ns), nil
 	case "filesystem":
-		return backend.NewFilesystem(af.resolvePath(d.Root), backend.FilesystemOptions{HostPaths: d.HostPaths})
+		return backend.NewFilesystem(resolve(d.Root), backend.FilesystemOptions{HostPaths: d.HostPaths})
 	case "localshell":
 		opts := backend.LocalShellOptions{Filesystem: backend.FilesystemOptions{HostPaths: d.HostPaths}, MaxOutputBytes: d.MaxOutputBytes}
 		if d.Timeout != "" {
@@ -323,9 +324,9 @@ func (af *File) buildBackend(d *Backend) (backend.Backend, error) {
 			}
 			opts.Timeout = t
 		}
-		return backend.NewLocalShell(af.resolvePath(d.Root), opts)
+		return backend.NewLocalShell(resolve(d.Root), opts)
 	case "sandbox":
-		opts := backend.BubblewrapOptions{Workspace: af.resolvePath(d.Workspace), Network: d.Network, MaxOutputBytes: d.MaxOutputBytes,
+		opts := backend.BubblewrapOptions{Workspace: resolve(d.Workspace), Network: d.Network, MaxOutputBytes: d.MaxOutputBytes,
 			MaxProcesses: d.MaxProcesses, ReadOnly: slices.Clone(d.ReadOnly), Env: maps.Clone(d.Env)}
 		if d.Timeout != "" {
 			t, err := time.ParseDuration(d.Timeout)

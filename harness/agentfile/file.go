@@ -57,6 +57,14 @@ type File struct {
 	// doc and key locate the file's keys for errors found after reading.
 	doc *yamlx.Doc
 	key string
+	// overrides locate the top-level keys an override replaced (Override).
+	overrides map[string]location
+}
+
+// location is where a part of an agent was written.
+type location struct {
+	doc *yamlx.Doc
+	key string
 }
 
 // SystemPrompt is a string or a list of content blocks.
@@ -197,25 +205,29 @@ func (r *Profile) UnmarshalYAML(n ast.Node) error {
 // load reads the inline profile or the profile file, reporting problems at
 // their place: inside the agent file for an inline profile, at the
 // `profile` key (with the profile file's own positions) for a file.
-func (r *Profile) load(doc *yamlx.Doc, key string, af *File) error {
+func (r *Profile) load(af *File, key string) error {
 	if r.File != "" {
-		c, err := profile.LoadConfigFile(af.resolvePath(r.File))
+		c, err := profile.LoadConfigFile(af.resolvePathOf(key)(r.File))
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
-				return doc.Errorf(key, "%v", pe)
+				return af.errorf(key, "%v", pe)
 			}
-			return doc.Errorf(key, "%v", err)
+			return af.errorf(key, "%v", err)
 		}
 		r.Inline = c
 		return nil
 	}
-	c, err := profile.DecodeConfigNode(doc.File, r.node, key)
+	if r.Inline != nil && r.node == nil {
+		return nil
+	}
+	doc, full := af.locate(key)
+	c, err := profile.DecodeConfigNode(doc.File, r.node, full)
 	if err != nil {
 		return err
 	}
 	if err := c.Validate(); err != nil {
-		return doc.Errorf(key, "%v", err)
+		return af.errorf(key, "%v", err)
 	}
 	r.Inline = c
 	return nil
@@ -302,145 +314,156 @@ func ParseEmbedded(path string, data []byte, key string) (*File, error) {
 
 // decode decodes and validates the agent at key of a parsed document.
 func decode(doc *yamlx.Doc, key string) (*File, error) {
+	af, err := decodeRaw(doc, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := af.validate(); err != nil {
+		return nil, err
+	}
+	return af, nil
+}
+
+// decodeRaw decodes the agent at key without validating it.
+func decodeRaw(doc *yamlx.Doc, key string) (*File, error) {
 	af := &File{Path: doc.File}
 	if err := doc.DecodeNode(doc.Node(key), af); err != nil {
 		return nil, err
 	}
-	at := func(sub string) string {
-		if key == "" {
-			return sub
-		}
-		return key + "." + sub
-	}
 	af.trimTexts()
+	af.doc, af.key = doc, key
+	return af, nil
+}
+
+// validate checks the decoded agent, reporting each problem where the key
+// it is about was written (see errorf).
+func (af *File) validate() error {
 	if af.Model != "" {
 		if _, err := llm.ParseSpec(af.Model); err != nil {
-			return nil, doc.Errorf(at("model"), "%v", err)
+			return af.errorf("model", "%v", err)
 		}
 	}
 	declared := map[string]bool{}
 	for i, t := range af.Tools {
 		if t.Name == "" {
-			return nil, doc.Errorf(at(fmt.Sprintf("tools[%d].name", i)), "a tool needs a name")
+			return af.errorf(fmt.Sprintf("tools[%d].name", i), "a tool needs a name")
 		}
 		if declared[t.Name] {
-			return nil, doc.Errorf(at(fmt.Sprintf("tools[%d].name", i)), "tool %q is declared twice", t.Name)
+			return af.errorf(fmt.Sprintf("tools[%d].name", i), "tool %q is declared twice", t.Name)
 		}
 		declared[t.Name] = true
 		if t.Parameters != nil {
 			raw, _ := json.Marshal(t.Parameters)
 			if _, err := toolSchema(raw); err != nil {
-				return nil, doc.Errorf(at(fmt.Sprintf("tools[%d].parameters", i)), "%v", err)
+				return af.errorf(fmt.Sprintf("tools[%d].parameters", i), "%v", err)
 			}
 		}
 	}
 	seen := map[string]bool{}
 	for i, s := range af.SubAgents {
-		p := at(fmt.Sprintf("subagents[%d]", i))
+		p := fmt.Sprintf("subagents[%d]", i)
 		if s.Name == "" {
-			return nil, doc.Errorf(p, "a subagent needs a name")
+			return af.errorf(p, "a subagent needs a name")
 		}
 		if seen[s.Name] {
-			return nil, doc.Errorf(p+".name", "subagent %q is declared twice", s.Name)
+			return af.errorf(p+".name", "subagent %q is declared twice", s.Name)
 		}
 		seen[s.Name] = true
 		if s.Description == "" {
-			return nil, doc.Errorf(p, "subagent %q needs a description (the model chooses subagents by it)", s.Name)
+			return af.errorf(p, "subagent %q needs a description (the model chooses subagents by it)", s.Name)
 		}
 		if s.GraphID == "" && s.SystemPrompt == "" {
-			return nil, doc.Errorf(p, "subagent %q needs a system_prompt (or a graph_id for an async subagent)", s.Name)
+			return af.errorf(p, "subagent %q needs a system_prompt (or a graph_id for an async subagent)", s.Name)
 		}
 		if s.Model != "" {
 			if _, err := llm.ParseSpec(s.Model); err != nil {
-				return nil, doc.Errorf(p+".model", "%v", err)
+				return af.errorf(p+".model", "%v", err)
 			}
 		}
 		if s.Tools != nil {
 			for j, n := range *s.Tools {
 				if !declared[n] {
-					return nil, doc.Errorf(fmt.Sprintf("%s.tools[%d]", p, j), "tool %q is not declared in the agent's tools", n)
+					return af.errorf(fmt.Sprintf("%s.tools[%d]", p, j), "tool %q is not declared in the agent's tools", n)
 				}
 			}
 		}
 	}
-	// Set early: the middleware check below shares Config's error reporting.
-	af.doc, af.key = doc, key
 	for i, m := range af.Middleware {
 		if _, err := af.buildMiddleware(fmt.Sprintf("middleware[%d]", i), m); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for i, sd := range af.SubAgents {
 		for j, m := range sd.Middleware {
 			if _, err := af.buildMiddleware(fmt.Sprintf("subagents[%d].middleware[%d]", i, j), m); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	if af.Backend != nil {
-		if err := af.Backend.validate(doc, at("backend"), af.resolvePath); err != nil {
-			return nil, err
+		if err := af.Backend.validate(af.errorf, "backend", af.resolvePathOf("backend")); err != nil {
+			return err
 		}
 	}
 	if af.ResponseFormat != nil {
 		if af.ResponseFormat.Schema == nil {
-			return nil, doc.Errorf(at("response_format"), "response_format needs a schema")
+			return af.errorf("response_format", "response_format needs a schema")
 		}
 		switch af.ResponseFormat.Strategy {
 		case "", "tool", "provider":
 		default:
-			return nil, doc.Errorf(at("response_format.strategy"), "strategy must be tool or provider, got %q", af.ResponseFormat.Strategy)
+			return af.errorf("response_format.strategy", "strategy must be tool or provider, got %q", af.ResponseFormat.Strategy)
 		}
 	}
 	for i, p := range af.Permissions {
 		if err := checkPermission(p); err != nil {
-			return nil, doc.Errorf(at(fmt.Sprintf("permissions[%d]", i)), "%v", err)
+			return af.errorf(fmt.Sprintf("permissions[%d]", i), "%v", err)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(af.Providers)) {
 		if err := af.Providers[name].Entry().Validate(name); err != nil {
-			return nil, doc.Errorf(at("providers."+name), "%v", err)
+			return af.errorf("providers."+name, "%v", err)
 		}
 	}
-	if err := checkModelInfo(doc, at("model_info"), af.ModelInfo); err != nil {
-		return nil, err
+	if err := checkModelInfo(af.errorf, "model_info", af.ModelInfo); err != nil {
+		return err
 	}
 	for _, p := range slices.Sorted(maps.Keys(af.Files)) {
 		if err := checkAbsolute(p); err != nil {
-			return nil, doc.Errorf(at("files."+p), "%v", err)
+			return af.errorf("files."+p, "%v", err)
 		}
 	}
 	if af.Skills != nil {
 		for i, p := range *af.Skills {
 			if err := checkAbsolute(p); err != nil {
-				return nil, doc.Errorf(at(fmt.Sprintf("skills[%d]", i)), "%v", err)
+				return af.errorf(fmt.Sprintf("skills[%d]", i), "%v", err)
 			}
 		}
 	}
 	if af.Memory != nil {
 		for i, p := range *af.Memory {
 			if err := checkAbsolute(p); err != nil {
-				return nil, doc.Errorf(at(fmt.Sprintf("memory[%d]", i)), "%v", err)
+				return af.errorf(fmt.Sprintf("memory[%d]", i), "%v", err)
 			}
 		}
 	}
 	for i, s := range af.SubAgents {
 		for j, p := range s.Skills {
 			if err := checkAbsolute(p); err != nil {
-				return nil, doc.Errorf(at(fmt.Sprintf("subagents[%d].skills[%d]", i, j)), "%v", err)
+				return af.errorf(fmt.Sprintf("subagents[%d].skills[%d]", i, j), "%v", err)
 			}
 		}
 	}
 	if af.Profile != nil {
-		if err := af.Profile.load(doc, at("profile"), af); err != nil {
-			return nil, err
+		if err := af.Profile.load(af, "profile"); err != nil {
+			return err
 		}
 	}
-	return af, nil
+	return nil
 }
 
 // checkModelInfo reports the first invalid declaration at its key.
-func checkModelInfo(doc *yamlx.Doc, key string, decls []catalog.Declaration) error {
+func checkModelInfo(errf func(key, format string, args ...any) error, key string, decls []catalog.Declaration) error {
 	for i, d := range decls {
 		if err := d.Validate(); err != nil {
 			k := fmt.Sprintf("%s[%d]", key, i)
@@ -449,9 +472,9 @@ func checkModelInfo(doc *yamlx.Doc, key string, decls []catalog.Declaration) err
 				if de.Key != "" {
 					k += "." + de.Key
 				}
-				return doc.Errorf(k, "%s", de.Msg)
+				return errf(k, "%s", de.Msg)
 			}
-			return doc.Errorf(k, "%v", err)
+			return errf(k, "%v", err)
 		}
 	}
 	return nil
@@ -492,15 +515,49 @@ func (af *File) checkProviders(modelOverridden bool) error {
 }
 
 // errorf reports a problem at a key of the agent file, with its position
-// when the file was read from YAML.
+// when the file was read from YAML: where the key was written, in the
+// agent file or in the override that replaced it (Override).
 func (af *File) errorf(key, format string, args ...any) error {
-	if af.key != "" {
-		key = af.key + "." + key
+	doc, full := af.locate(key)
+	if doc == nil {
+		return fmt.Errorf("%s: %s: %s", af.Path, full, fmt.Sprintf(format, args...))
 	}
-	if af.doc == nil {
-		return fmt.Errorf("%s: %s: %s", af.Path, key, fmt.Sprintf(format, args...))
+	return doc.Errorf(full, format, args...)
+}
+
+// locate returns the document a key of the agent was written in and the
+// key's full path there.
+func (af *File) locate(key string) (*yamlx.Doc, string) {
+	doc, prefix := af.doc, af.key
+	if l, ok := af.overrides[topKey(key)]; ok {
+		doc, prefix = l.doc, l.key
 	}
-	return af.doc.Errorf(key, format, args...)
+	if prefix != "" {
+		key = prefix + "." + key
+	}
+	return doc, key
+}
+
+// topKey is the top-level key of a key path ("tools" of "tools[0].name").
+func topKey(key string) string {
+	if i := strings.IndexAny(key, ".["); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// resolvePathOf resolves paths written under a top-level key: relative to
+// the agent file, or to the file of the override that gave the key.
+func (af *File) resolvePathOf(key string) func(string) string {
+	if l, ok := af.overrides[topKey(key)]; ok {
+		return func(p string) string {
+			if p == "" || filepath.IsAbs(p) {
+				return p
+			}
+			return filepath.Join(filepath.Dir(l.doc.File), p)
+		}
+	}
+	return af.resolvePath
 }
 
 // trimTexts drops the line break a YAML block scalar ("|") leaves at the end
@@ -544,11 +601,11 @@ func (pd Provider) Entry() provider.Entry {
 	return provider.Entry{Kind: kind, BaseURL: pd.BaseURL, APIKeyEnv: pd.APIKeyEnv, Headers: pd.Headers}
 }
 
-func (b *Backend) validate(doc *yamlx.Doc, path string, resolve func(string) string) error {
+func (b *Backend) validate(errf func(key, format string, args ...any) error, path string, resolve func(string) string) error {
 	checkTimeout := func() error {
 		if b.Timeout != "" {
 			if d, err := time.ParseDuration(b.Timeout); err != nil || d <= 0 {
-				return doc.Errorf(path+".timeout", "not a positive duration: %q (e.g. 30s)", b.Timeout)
+				return errf(path+".timeout", "not a positive duration: %q (e.g. 30s)", b.Timeout)
 			}
 		}
 		return nil
@@ -565,43 +622,43 @@ func (b *Backend) validate(doc *yamlx.Doc, path string, resolve func(string) str
 		}
 		if b.Workspace != "" {
 			if st, err := os.Stat(resolve(b.Workspace)); err != nil || !st.IsDir() {
-				return doc.Errorf(path+".workspace", "%q is not a directory (relative paths are relative to the agent file)", b.Workspace)
+				return errf(path+".workspace", "%q is not a directory (relative paths are relative to the agent file)", b.Workspace)
 			}
 		}
 		if b.MaxProcesses < 0 || b.MaxOutputBytes < 0 {
-			return doc.Errorf(path, "max_processes and max_output_bytes must not be negative")
+			return errf(path, "max_processes and max_output_bytes must not be negative")
 		}
 		for i, p := range b.ReadOnly {
 			if !filepath.IsAbs(p) {
-				return doc.Errorf(fmt.Sprintf("%s.read_only[%d]", path, i), "%q is not an absolute host path", p)
+				return errf(fmt.Sprintf("%s.read_only[%d]", path, i), "%q is not an absolute host path", p)
 			}
 		}
 	case "composite":
 		if b.Default == nil {
-			return doc.Errorf(path, "a composite backend needs a default backend")
+			return errf(path, "a composite backend needs a default backend")
 		}
-		if err := b.Default.validate(doc, path+".default", resolve); err != nil {
+		if err := b.Default.validate(errf, path+".default", resolve); err != nil {
 			return err
 		}
 		for _, prefix := range slices.Sorted(maps.Keys(b.Routes)) {
 			r := b.Routes[prefix]
 			if !strings.HasPrefix(prefix, "/") {
-				return doc.Errorf(path+".routes."+prefix, "route prefixes start with /")
+				return errf(path+".routes."+prefix, "route prefixes start with /")
 			}
 			if r.Kind == "composite" {
-				return doc.Errorf(path+".routes."+prefix, "routes cannot be composite backends")
+				return errf(path+".routes."+prefix, "routes cannot be composite backends")
 			}
 			if r.Kind == "sandbox" {
 				// Commands run on the default backend only, so a sandbox
 				// mounted as a route would hold files no command can reach.
-				return doc.Errorf(path+".routes."+prefix, "a sandbox can only be the default backend of a composite")
+				return errf(path+".routes."+prefix, "a sandbox can only be the default backend of a composite")
 			}
-			if err := r.validate(doc, path+".routes."+prefix, resolve); err != nil {
+			if err := r.validate(errf, path+".routes."+prefix, resolve); err != nil {
 				return err
 			}
 		}
 	default:
-		return doc.Errorf(path+".kind", "unknown backend kind %q (want state, store, filesystem, localshell, sandbox or composite)", b.Kind)
+		return errf(path+".kind", "unknown backend kind %q (want state, store, filesystem, localshell, sandbox or composite)", b.Kind)
 	}
 	return nil
 }
