@@ -158,7 +158,9 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 		}
 	}()
 
-	in := agent.Input{Messages: []llm.Message{llm.User(cell.CaseDef.Input)}, Files: built.seeds}
+	history := cell.CaseDef.History
+	msgs := append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(cell.CaseDef.Input))
+	in := agent.Input{Messages: msgs, Files: built.seeds}
 	if cell.CaseDef.Rubric != nil {
 		in = cell.CaseDef.Rubric.Apply(in)
 	}
@@ -249,7 +251,8 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	if out != nil {
 		run.final = out.State
 	}
-	rec := rubrics.NewRecord(events, run.final)
+	rec := rubrics.NewRecordAt(events, run.final, len(history))
+	rec.CaseID, rec.Input = cell.CaseDef.ID, cell.CaseDef.Input
 	rec.Files = cellFiles{state: rubrics.StateFiles(stateFiles(run.final)), b: built.backend}
 	rec.Err = runErr
 	if pricer.known {
@@ -322,11 +325,18 @@ func judge(ctx context.Context, c *Case, run *cellRun) CellResult {
 	}
 
 	// The run finished, or hit a limit: judge it.
-	checks := rubrics.EvaluateAll(ctx, c.Checks, rec)
-	res.Checks = append(res.Checks, checks...)
+	// Informational checks (gating: false, expect:) are reported with the
+	// others but neither fail the cell nor count in its score.
+	all := rubrics.EvaluateAll(ctx, c.Checks, rec)
+	res.Checks = append(res.Checks, all...)
 	checksPass := true
 	var checkSum float64
-	for _, v := range checks {
+	var checks []rubrics.CheckVerdict
+	for _, v := range all {
+		if !v.Gating() {
+			continue
+		}
+		checks = append(checks, v)
 		checksPass = checksPass && v.Passed
 		checkSum += v.Score
 	}
@@ -493,14 +503,20 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 		}
 		cfg.Tools = tools
 	} else {
-		af := s.Agent.Spec
+		af := s.agentOf(cell.CaseDef)
+		info := s.ModelInfo
+		if slices.Contains(af.OverrideKeys(), "model_info") {
+			// A case that declares model facts (a smaller context window)
+			// wins over the suite's declarations.
+			info = append(slices.Clone(info), af.ModelInfo...)
+		}
 		c, err := af.Config(agentfile.Options{
 			Bind:         func(d agentfile.Tool) (tool.Tool, error) { return s.bind(cell.CaseDef, &r.o, d) },
 			Model:        cell.Model,
 			Profiles:     prof,
 			Middleware:   extra,
 			ResolveModel: resolve,
-			ModelInfo:    s.ModelInfo,
+			ModelInfo:    info,
 		})
 		if err != nil {
 			return nil, err
@@ -527,6 +543,15 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 		b.seeds = nil
 	}
 	return b, nil
+}
+
+// agentOf is the agent file a case runs: its own override of the suite's
+// agent, or the suite's.
+func (s *Suite) agentOf(c *Case) *agentfile.File {
+	if c != nil && c.Agent != nil {
+		return c.Agent
+	}
+	return s.Agent.Spec
 }
 
 // behaviourFor gives a factory's tool the suite's behaviour.
@@ -612,7 +637,7 @@ func fillDetail(d *CellDetail, c *Case, run *cellRun) {
 	if run.final != nil {
 		d.Messages = run.final.Messages
 	} else {
-		d.Messages = partialTranscript(c.Input, run.events)
+		d.Messages = append(append([]llm.Message{}, c.History...), partialTranscript(c.Input, run.events)...)
 	}
 	for _, tr := range rec.Runs {
 		if tr == rec.Trajectory {

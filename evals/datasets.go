@@ -45,7 +45,7 @@ import (
 // epochs: "{{n}}" can be a number.
 
 // datasetCaseKeys are the keys of a row (or a template) that set the case.
-var datasetCaseKeys = []string{"id", "input", "files", "tools", "rubric", "checks", "epochs", "tags", "models"}
+var datasetCaseKeys = []string{"id", "input", "files", "tools", "rubric", "checks", "expect", "epochs", "tags", "models", "agent", "messages"}
 
 // varName is what a var must look like to be written {{name}}.
 var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -53,7 +53,7 @@ cases:
 		`suite.yaml:8:1: epochs: epochs must be at least 1, got 0`,
 		`suite.yaml:9:23: tools.get_weather.go: no Go tool is registered as "weather_impl" (none is registered; register one with evals.RegisterTool or a Registry; the dageval command has none)`,
 		`suite.yaml:13:13: cases[2].input: the input is empty`,
-		`suite.yaml:14:32: cases[3].tools.get_wether: the agent declares no tool "get_wether" (declared tools: get_weather)`,
+		`suite.yaml:14:32: cases[3].tools.get_wether: the agent declares no tool "get_wether"; did you mean get_weather? (declared tools: get_weather)`,
 	}, lines)
 	var fe *rubrics.FieldError
 	assert.True(t, errors.As(err, &fe), "each problem is a positioned error")

@@ -206,6 +206,13 @@ type Case struct {
 	Source string
 	// AllowUnused is the suite's allow_unused unless the case sets its own.
 	AllowUnused bool
+	// Agent is the case's agent when it overrides the suite's (agent: in
+	// the case, the keys of an agent file laid over the suite's agent);
+	// nil when the case runs the suite's agent.
+	Agent *agentfile.File
+	// History is a prior conversation the agent sees before Input: user
+	// and assistant messages, tool calls and their results.
+	History []llm.Message
 
 	// index is the case's entry in the suite's cases list (a dataset's
 	// cases share their entry's).
@@ -291,6 +298,9 @@ type rawCase struct {
 	Models      []string           `yaml:"models"`
 	Cassette    string             `yaml:"cassette"`
 	AllowUnused *bool              `yaml:"allow_unused"`
+	Agent       node               `yaml:"agent"`
+	Messages    node               `yaml:"messages"`
+	Expect      node               `yaml:"expect"`
 }
 
 // safeName is what case ids and profile names may look like: they become
@@ -1011,20 +1021,46 @@ func (p *parser) caseFrom(rc *rawCase, at string, index int) (*Case, error) {
 		if !strings.HasPrefix(path, "/") {
 			return nil, p.errAt(sub(at, "files"), "file path %q must be absolute (start with /)", path)
 		}
+		if rest, ok := strings.CutPrefix(rc.Files[path], rubrics.IncludePrefix); ok {
+			content, err := p.include(rest)
+			if err != nil {
+				return nil, p.errAt(sub(sub(at, "files"), path), "%v", err)
+			}
+			c.Files[path] = content
+		}
 	}
 	var err error
+	if c.History, err = p.history(rc.Messages, sub(at, "messages")); err != nil {
+		return nil, err
+	}
+	if rc.Agent.present() {
+		if err := p.caseAgent(c, rc.Agent, sub(at, "agent")); err != nil {
+			return nil, err
+		}
+	}
 	if c.Tools, err = p.tools(rc.Tools, sub(at, "tools")); err != nil {
 		return nil, err
 	}
 	if err := p.rubric(c, rc.Rubric, sub(at, "rubric")); err != nil {
 		return nil, err
 	}
-	if rc.Checks.present() {
-		if _, isNull := rc.Checks.n.(*ast.NullNode); !isNull {
-			if c.Checks, err = rubrics.DecodeChecksWith(p.doc.File, rc.Checks.n, sub(at, "checks"), p.reg.checkDecoders(p.doc)); err != nil {
-				return nil, err
-			}
+	for _, list := range []struct {
+		key string
+		n   node
+	}{{"checks", rc.Checks}, {"expect", rc.Expect}} {
+		if !list.n.present() {
+			continue
 		}
+		if _, isNull := list.n.n.(*ast.NullNode); isNull {
+			continue
+		}
+		checks, err := rubrics.DecodeChecksOpts(p.doc.File, list.n.n, sub(at, list.key), rubrics.DecodeOptions{
+			Custom: p.reg.checkDecoders(p.doc), Include: p.include, Dir: p.s.Dir, NonGating: list.key == "expect",
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.Checks = append(c.Checks, checks...)
 	}
 	c.Epochs = p.s.Epochs
 	if rc.Epochs != nil {

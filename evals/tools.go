@@ -23,6 +23,7 @@ import (
 	"github.com/dageval/dageval/harness/tool"
 	"github.com/dageval/dageval/internal/procgroup"
 	"github.com/dageval/dageval/internal/yamlx"
+	"github.com/dageval/dageval/rubrics"
 )
 
 // ToolBehavior is what a declared tool does when the agent calls it during
@@ -233,6 +234,13 @@ func (p *parser) mockResult(n node, errText *string, at string) (MockResult, err
 	}
 	switch v := n.n.(type) {
 	case *ast.StringNode:
+		if rest, ok := strings.CutPrefix(v.Value, rubrics.IncludePrefix); ok {
+			text, err := p.include(rest)
+			if err != nil {
+				return MockResult{}, p.errAt(at, "%v", err)
+			}
+			return MockResult{Text: text}, nil
+		}
 		return MockResult{Text: v.Value}, nil
 	case *ast.LiteralNode:
 		return MockResult{Text: v.Value.Value}, nil

@@ -5,18 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
+
 	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/fakes/recorder"
+	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/internal/yamlx"
+	"github.com/dageval/dageval/rubrics"
 )
 
 // Validate checks what Load cannot check alone, without running anything:
@@ -146,27 +151,47 @@ func (r *runner) validateTools() []error {
 			checkGo(c.Tools[name])
 		}
 	}
-	af := s.Agent.Spec
-	if af == nil {
+	if s.Agent.Spec == nil {
 		return errs // a factory's tools are only known when it runs
 	}
-	var declared []string
-	for _, d := range af.Tools {
-		declared = append(declared, d.Name)
+	declaredBy := func(c *Case) []string {
+		var out []string
+		if af := s.agentOf(c); af != nil {
+			for _, d := range af.Tools {
+				out = append(out, d.Name)
+			}
+		}
+		return out
 	}
-	list := strings.Join(declared, ", ")
-	if list == "" {
-		list = "none"
+	listOf := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	// A suite-wide behaviour may be for a tool only some cases' agents declare.
+	anyDeclared := declaredBy(nil)
+	for _, c := range s.Cases {
+		for _, n := range declaredBy(c) {
+			if !slices.Contains(anyDeclared, n) {
+				anyDeclared = append(anyDeclared, n)
+			}
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.Tools)) {
-		if !slices.Contains(declared, name) {
-			errs = append(errs, s.errAt(s.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list))
+		if !slices.Contains(anyDeclared, name) {
+			errs = append(errs, s.errAt(s.Tools[name].at, "the agent declares no tool %q%s (declared tools: %s)", name, didYouMean(name, anyDeclared), listOf(anyDeclared)))
 		}
 	}
 	for _, c := range s.Cases {
+		declared := declaredBy(c)
 		for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
 			if !slices.Contains(declared, name) {
-				errs = append(errs, r.toolErr(c, c.Tools[name].at, "the agent declares no tool %q (declared tools: %s)", name, list))
+				whose := "the agent"
+				if c.Agent != nil {
+					whose = "the agent of case " + c.ID
+				}
+				errs = append(errs, r.toolErr(c, c.Tools[name].at, "%s declares no tool %q%s (declared tools: %s)", whose, name, didYouMean(name, declared), listOf(declared)))
 			}
 		}
 		for _, name := range declared {
@@ -181,6 +206,38 @@ func (r *runner) validateTools() []error {
 				key = "tools"
 			}
 			errs = append(errs, s.caseErr(c, key, "tool %s, declared by the agent, has no behaviour in case %s: give it one under tools: (mock, exec or go) in the suite or the case", name, c.ID))
+		}
+	}
+	return errs
+}
+
+// didYouMean is ", did you mean NAME?" for the known name nearest to a
+// misspelled one, or "" when none is near: a typo changes a few characters.
+func didYouMean(name string, known []string) string {
+	best, bestD := "", math.MaxInt
+	for _, k := range known {
+		if d := levenshtein.ComputeDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best == "" || bestD == 0 || bestD > 3 || bestD*3 > len(name) {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %s?", best)
+}
+
+// validateToolNames checks that every tool a case's checks name is one the
+// case's assembled agent has, in any of its stacks: a check of a tool the
+// agent lacks says nothing (tool_not_called: serach always passes).
+func (r *runner) validateToolNames(c *Case, tools []string) []error {
+	var errs []error
+	for _, ch := range c.Checks {
+		for _, ref := range rubrics.ToolRefsOf(ch) {
+			if slices.Contains(tools, ref.Name) {
+				continue
+			}
+			errs = append(errs, r.toolErr(c, ref.Key, "the agent of case %s has no tool %q%s; a check of it judges nothing (the agent's tools: %s)",
+				c.ID, ref.Name, didYouMean(ref.Name, tools), strings.Join(tools, ", ")))
 		}
 	}
 	return errs
@@ -229,14 +286,41 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) []error {
 			return []error{s.errAt("grader", "%v", err)}
 		}
 	}
-	done := map[[2]string]bool{}
+	// The agent is assembled once per model × profile × agent (the suite's,
+	// or a case's override of it), and each case's checks are held to the
+	// tools its agent has under some model and profile.
+	type key struct {
+		model, profile string
+		agent          any
+	}
+	done := map[key][]string{}
+	toolsOf := map[*Case][]string{}
+	var order []*Case
 	for _, c := range cells {
-		k := [2]string{c.Model, c.Profile}
-		if done[k] {
+		var agentKey any = s.Agent.Spec
+		if c.CaseDef.Agent != nil {
+			agentKey = c.CaseDef
+		}
+		k := key{c.Model, c.Profile, agentKey}
+		if _, seen := toolsOf[c.CaseDef]; !seen {
+			order = append(order, c.CaseDef)
+			toolsOf[c.CaseDef] = []string{}
+		}
+		if tools, ok := done[k]; ok {
+			toolsOf[c.CaseDef] = union(toolsOf[c.CaseDef], tools)
 			continue
 		}
-		done[k] = true
-		if _, err := r.buildAgent(ctx, c, resolve, grader); err != nil {
+		done[k] = nil
+		b, err := r.buildAgent(ctx, c, resolve, grader)
+		if err == nil {
+			// An agent that cannot be described without running (its
+			// backend needs starting) is not held to its tools here.
+			if tools, derr := assembledTools(ctx, b); derr == nil {
+				done[k] = tools
+				toolsOf[c.CaseDef] = union(toolsOf[c.CaseDef], tools)
+			}
+		}
+		if err != nil {
 			var ye *yamlx.Error
 			if errors.As(err, &ye) {
 				errs = append(errs, err)
@@ -248,13 +332,47 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) []error {
 					at = fmt.Sprintf("profiles[%d]", j)
 				}
 			}
+			if c.CaseDef.Agent != nil {
+				errs = append(errs, s.caseErr(c.CaseDef, "agent", "the agent of case %s does not assemble with model %s and profile %s: %v", c.CaseDef.ID, c.Model, c.Profile, err))
+				continue
+			}
 			errs = append(errs, s.errAt(at, "the agent does not assemble with model %s and profile %s: %v", c.Model, c.Profile, err))
+		}
+	}
+	for _, c := range order {
+		if tools := toolsOf[c]; len(tools) > 0 {
+			errs = append(errs, r.validateToolNames(c, tools)...)
 		}
 	}
 	if r.mode == recorder.ModeRecord {
 		errs = append(errs, r.validateCredentials(models)...)
 	}
 	return errs
+}
+
+// assembledTools lists the tools of every stack of an assembled agent.
+func assembledTools(ctx context.Context, b *builtAgent) ([]string, error) {
+	as, err := b.agent.Describe(ctx, harness.DescribeOptions{OmitBuiltinToolSchemas: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, st := range as.Stacks {
+		for _, t := range st.Tools {
+			out = union(out, []string{t.Name})
+		}
+	}
+	return out, nil
+}
+
+// union adds the names of b missing from a, keeping a's order.
+func union(a, b []string) []string {
+	for _, n := range b {
+		if !slices.Contains(a, n) {
+			a = append(a, n)
+		}
+	}
+	return a
 }
 
 type resolvedModel struct {
