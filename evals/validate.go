@@ -226,6 +226,14 @@ func didYouMean(name string, known []string) string {
 	return fmt.Sprintf("; did you mean %s?", best)
 }
 
+// sentence ends a message part with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return "."
+	}
+	return s
+}
+
 // validateToolNames checks that every tool a case's checks name is one the
 // case's assembled agent has, in any of its stacks: a check of a tool the
 // agent lacks says nothing (tool_not_called: serach always passes).
@@ -236,8 +244,8 @@ func (r *runner) validateToolNames(c *Case, tools []string) []error {
 			if slices.Contains(tools, ref.Name) {
 				continue
 			}
-			errs = append(errs, r.toolErr(c, ref.Key, "the agent of case %s has no tool %q%s; a check of it judges nothing (the agent's tools: %s)",
-				c.ID, ref.Name, didYouMean(ref.Name, tools), strings.Join(tools, ", ")))
+			errs = append(errs, r.toolErr(c, ref.Key, "the agent of case %s has no tool %q%s A check of a tool the agent lacks judges nothing (its tools: %s)",
+				c.ID, ref.Name, sentence(didYouMean(ref.Name, tools)), strings.Join(tools, ", ")))
 		}
 	}
 	return errs

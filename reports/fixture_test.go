@@ -281,6 +281,15 @@ func buildFixture() (evals.Summary, []evals.CellResult, []*evals.CellDetail) {
 						checkScore += co.Score
 						nChecks++
 					}
+					if c.id == "paris-weather" && o.status != evals.StatusError {
+						// An informational check (gating: false): reported,
+						// never counted in the status or the score.
+						iv := rubrics.CheckVerdict{Name: "turns(exactly 2)", Passed: true, Score: 1, Detail: "expected exactly 2 model turns; the agent took 2", Informational: true}
+						if profile == "terse" && epoch == 1 {
+							iv = rubrics.CheckVerdict{Name: "turns(exactly 2)", Score: 2.0 / 3, Detail: "expected exactly 2 model turns; the agent took 3", Informational: true}
+						}
+						r.Checks = append(r.Checks, iv)
+					}
 					if r.Checks == nil {
 						r.Checks = []rubrics.CheckVerdict{}
 					}

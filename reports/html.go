@@ -33,7 +33,29 @@ var htmlTemplate = template.Must(template.New("report.html.tmpl").Funcs(template
 	"glatency": groupLatency,
 	"clatency": cellLatency,
 	"first":    firstEvent,
+	"gating":   func(cs Checks) Checks { return checksWhere(cs, true) },
+	"info":     func(cs Checks) Checks { return checksWhere(cs, false) },
+	"infoNotHeld": func(cs Checks) int {
+		n := 0
+		for _, c := range checksWhere(cs, false) {
+			if !c.Passed {
+				n++
+			}
+		}
+		return n
+	},
 }).ParseFS(htmlFS, "html/report.html.tmpl"))
+
+// checksWhere keeps the checks that gate (gating) or the informational ones.
+func checksWhere(cs Checks, gating bool) Checks {
+	var out Checks
+	for _, c := range cs {
+		if c.Gating() == gating {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 type htmlPage struct {
 	R           *Report

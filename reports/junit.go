@@ -153,6 +153,15 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 			if l := c.Latency; l.Known() {
 				tc.Time = strconv.FormatFloat(float64(l.ModelMS)/1000, 'f', 3, 64)
 			}
+			info := 0
+			for _, ch := range c.Checks {
+				if !ch.Gating() && !ch.Passed {
+					info++
+				}
+			}
+			if info > 0 {
+				tc.Properties = append(tc.Properties, junitProperty{"informational_not_held", strconv.Itoa(info)})
+			}
 			tc.SystemOut = &junitText{cellSystemOut(c)}
 			if f, bad := failing[c.ID]; bad {
 				p := &junitProblem{Type: f.Status, Message: failureMessage(f), Text: failureText(f)}
@@ -282,6 +291,15 @@ func cellSystemOut(c Cell) string {
 	}
 	for _, w := range c.Warnings {
 		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	for _, ch := range c.Checks {
+		if !ch.Gating() {
+			mark := "held"
+			if !ch.Passed {
+				mark = "did not hold"
+			}
+			fmt.Fprintf(&b, "informational check (not gating) %s %s: %s\n", ch.Name, mark, ch.Detail)
+		}
 	}
 	return b.String()
 }

@@ -133,6 +133,13 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 		fmt.Fprintf(ew, "</details>\n")
 	}
+	if len(rep.Informational) > 0 {
+		fmt.Fprintf(ew, "\n<details><summary>Informational checks that did not hold (%d, not gating)</summary>\n\n", len(rep.Informational))
+		for _, ic := range rep.Informational {
+			fmt.Fprintf(ew, "- ~ %s check %s: %s\n", mdCellName(ic.CellKey), mdCode(ic.Name), md(ic.Detail))
+		}
+		fmt.Fprintf(ew, "\n</details>\n")
+	}
 	if len(rep.Missing) > 0 {
 		fmt.Fprintf(ew, "\n<details><summary>Missing cells (%d)</summary>\n\n", len(rep.Missing))
 		for _, m := range rep.Missing {

@@ -42,6 +42,19 @@ type Report struct {
 	Failing              []FailingCell   `json:"failing"`
 	CellsIncluded        bool            `json:"cells_included"`
 	Roles                []RoleTotals    `json:"roles"`
+	// Informational lists the informational checks (gating: false) that did
+	// not hold, in every cell, passing ones included: shown apart, since
+	// they decide nothing.
+	Informational []InformationalCheck `json:"informational"`
+}
+
+// InformationalCheck is an informational check that did not hold in a cell.
+type InformationalCheck struct {
+	evals.CellKey
+	ID     string  `json:"id"`
+	Name   string  `json:"name"`
+	Score  float64 `json:"score"`
+	Detail string  `json:"detail"`
 }
 
 // RunVerdict is the run's own verdict: errored when cells could not be
@@ -200,8 +213,11 @@ func (cs Checks) MarshalJSON() ([]byte, error) {
 		Passed bool    `json:"passed"`
 		Score  float64 `json:"score"`
 		Detail string  `json:"detail"`
+		Gating bool    `json:"gating"`
 	}
-	return marshalAs(cs, func(c rubrics.CheckVerdict) check { return check(c) })
+	return marshalAs(cs, func(c rubrics.CheckVerdict) check {
+		return check{Name: c.Name, Passed: c.Passed, Score: c.Score, Detail: c.Detail, Gating: c.Gating()}
+	})
 }
 
 // marshalAs encodes s with each element converted to its wire shape.
@@ -259,6 +275,7 @@ func Build(r *Run) *Report {
 		Cells:         []Cell{},
 		Failing:       []FailingCell{},
 		CellsIncluded: r.HasResults,
+		Informational: []InformationalCheck{},
 	}
 	if t := s.Thresholds; t != nil {
 		rep.Thresholds = &Thresholds{PassRate: t.PassRate, MeanScore: t.MeanScore, PassHatK: t.PassHatK, MaxCostUSD: t.MaxCostUSD}
@@ -274,6 +291,11 @@ func Build(r *Run) *Report {
 		rep.Cells = append(rep.Cells, cell)
 		if c.Status != evals.StatusPass {
 			rep.Failing = append(rep.Failing, failingOf(cell))
+		}
+		for _, ch := range c.Checks {
+			if !ch.Gating() && !ch.Passed {
+				rep.Informational = append(rep.Informational, InformationalCheck{CellKey: c.CellKey, ID: c.ID, Name: ch.Name, Score: ch.Score, Detail: ch.Detail})
+			}
 		}
 	}
 	t := s.Totals.Tokens
@@ -360,7 +382,7 @@ func failingOf(c Cell) FailingCell {
 		}
 	}
 	for _, ch := range c.Checks {
-		if !ch.Passed {
+		if !ch.Passed && ch.Gating() {
 			f.FailedChecks = append(f.FailedChecks, ch)
 		}
 	}

@@ -95,6 +95,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 			writeFailingText(ew, f)
 		}
 	}
+	if len(rep.Informational) > 0 {
+		fmt.Fprintf(ew, "\nInformational checks that did not hold (%d; gating: false, so no cell failed for them)\n", len(rep.Informational))
+		for _, ic := range rep.Informational {
+			fmt.Fprintf(ew, "  ~ %s  %s: %s\n", cellName(ic.CellKey), ic.Name, oneLine(ic.Detail))
+		}
+	}
 	if len(rep.Missing) > 0 {
 		fmt.Fprintf(ew, "\nMissing cells (%d): no result was written; each counts as a failure\n", len(rep.Missing))
 		for _, m := range rep.Missing {

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
 )
 
 // Check kinds, as written in suite files.

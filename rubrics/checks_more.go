@@ -214,7 +214,9 @@ type AssistantTextCheck struct {
 func (c *AssistantTextCheck) Kind() string { return KindAssistantText }
 
 // Name implements Check.
-func (c *AssistantTextCheck) Name() string { return KindAssistantText + "(" + defaultMode(c.Match) + ")" }
+func (c *AssistantTextCheck) Name() string {
+	return KindAssistantText + "(" + defaultMode(c.Match) + ")"
+}
 
 func defaultMode(m string) string {
 	if m == "" {

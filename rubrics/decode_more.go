@@ -373,4 +373,3 @@ func (d *decoder) scriptFrom(f map[string]entry, n ast.Node, key, cmdKey string)
 	}
 	return c, nil
 }
-
