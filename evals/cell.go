@@ -545,6 +545,24 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 	return b, nil
 }
 
+// CaseAgent returns the agent file case id runs, its own override laid over
+// the suite's agent or the suite's agent itself, with the files the case
+// seeds (after the agent file's own), for describing what the case's
+// model is sent. The suite's agent must be an agent file.
+func (s *Suite) CaseAgent(id string) (*agentfile.File, map[string]string, error) {
+	if s.Agent.Spec == nil {
+		return nil, nil, fmt.Errorf("the suite's agent is the factory %s, built in Go: it cannot be assembled from the suite alone", s.Agent.Factory)
+	}
+	var ids []string
+	for _, c := range s.Cases {
+		if c.ID == id {
+			return s.agentOf(c), c.Files, nil
+		}
+		ids = append(ids, c.ID)
+	}
+	return nil, nil, fmt.Errorf("the suite has no case %q%s (cases: %s)", id, didYouMean(id, ids), strings.Join(ids, ", "))
+}
+
 // agentOf is the agent file a case runs: its own override of the suite's
 // agent, or the suite's.
 func (s *Suite) agentOf(c *Case) *agentfile.File {

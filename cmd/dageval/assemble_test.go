@@ -279,3 +279,57 @@ func TestAssembleBadAgentFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestAssembleCase: a suite's case with agent: overrides assembles as the
+// case runs it, and --diff shows what the case changed.
+func TestAssembleCase(t *testing.T) {
+	noKeys(t)
+	dir := t.TempDir()
+	suite := writeFile(t, dir, "suite.yaml", `version: 1
+name: cases
+agent:
+  system_prompt: You help.
+  memory: [/AGENTS.md]
+models: [anthropic:claude-sonnet-4-6]
+cases:
+  - id: plain
+    input: hi
+  - id: named
+    input: what is your name
+    agent:
+      system_prompt: Your name is Foo Bar.
+      memory: [/project/AGENTS.md]
+    files: {/project/AGENTS.md: "The project is TurboWidget."}
+`)
+	code, out, errOut := runCLI(t, "assemble", "--suite", suite, "--case", "named")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "Your name is Foo Bar.")
+	assert.Contains(t, out, "The project is TurboWidget.", "the case's memory file is read into the prompt")
+	assert.NotContains(t, out, "You help.")
+
+	code, out, errOut = runCLI(t, "assemble", "--suite", suite, "--case", "plain")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "You help.")
+
+	code, out, _ = runCLI(t, "assemble", "--diff", "--suite", suite, "--case", "named")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "-  You help.")
+	assert.Contains(t, out, "+  Your name is Foo Bar.")
+	assert.Contains(t, out, "+  The project is TurboWidget.")
+
+	code, out, _ = runCLI(t, "assemble", "--diff", "--suite", suite, "--base-case", "plain", "--head-case", "named")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "+  Your name is Foo Bar.")
+
+	code, out, _ = runCLI(t, "assemble", "--diff", "--suite", suite, "--base-case", "plain", "--head-case", "plain")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "assemblies are identical")
+
+	code, _, errOut = runCLI(t, "assemble", "--suite", suite, "--case", "namd")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `the suite has no case "namd"; did you mean named? (cases: plain, named)`)
+
+	code, _, errOut = runCLI(t, "assemble", "--case", "named")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--case, --base-case and --head-case need --suite")
+}
