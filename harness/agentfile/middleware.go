@@ -51,6 +51,24 @@ var builtinMiddleware = map[string]func(options map[string]any) (agent.Middlewar
 			return middleware.NewSummarization(so)
 		}), nil
 	},
+	middleware.SummarizationToolName: func(o map[string]any) (agent.Middleware, error) {
+		// compact_conversation, as Deep Agents' create_summarization_tool_middleware
+		// adds it: a summarization of its own that the model runs on demand.
+		var opts struct {
+			SystemPrompt    string `json:"system_prompt"`
+			ToolDescription string `json:"tool_description"`
+		}
+		if err := decodeOptions(o, &opts); err != nil {
+			return nil, err
+		}
+		return harness.NewDeferredWith(middleware.SummarizationToolName, func(env harness.DeferredEnv) (agent.Middleware, error) {
+			s, err := middleware.NewSummarization(middleware.SummarizationOptions{Model: env.Model, Backend: env.Backend, ContextWindow: env.Catalog.ContextWindow})
+			if err != nil {
+				return nil, err
+			}
+			return middleware.NewCompactConversation(s, middleware.CompactConversationOptions{SystemPrompt: opts.SystemPrompt, ToolDescription: opts.ToolDescription})
+		}), nil
+	},
 }
 
 // buildMiddleware builds the built-in middleware a declaration at key (such
