@@ -50,7 +50,7 @@ var allowed = []struct {
 
 // leaves are utility packages with no module imports of their own; any
 // package may use them.
-var leaves = []string{"internal/fileutil", "internal/yamlx"}
+var leaves = []string{"internal/fileutil", "internal/procgroup", "internal/yamlx"}
 
 // sdkPrefixes may only be imported under harness/provider/.
 var sdkPrefixes = []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go"}

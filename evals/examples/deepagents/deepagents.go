@@ -74,7 +74,9 @@ func call(name string, args any) llm.ToolCall {
 	return llm.ToolCall{Name: name, Args: raw}
 }
 
-func say(text string, calls ...llm.ToolCall) (llm.Message, error) { return llm.Assistant(text, calls...), nil }
+func say(text string, calls ...llm.ToolCall) (llm.Message, error) {
+	return llm.Assistant(text, calls...), nil
+}
 
 // numbered is a line of a read_file result: its number, then its text.
 var numbered = regexp.MustCompile(`^\s*\d+(?:\t| +)(.*)$`)
