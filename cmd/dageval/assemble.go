@@ -79,6 +79,9 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 		if *agentFile != "" || *baseAgent != "" || *headAgent != "" {
 			return usageError("--suite takes the agent from the suite; leave out --agent, --base-agent and --head-agent")
 		}
+		if *baseModel != "" || *headModel != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 {
+			return usageError("with --suite use --model and --profile for both sides")
+		}
 		return assembleCase(ctx, e, *suiteFile, *caseID, *baseCase, *headCase, *model, profiles, *diff, *format)
 	}
 	if *caseID != "" || *baseCase != "" || *headCase != "" {
