@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/rubrics"
 )
 
@@ -231,14 +232,17 @@ func (s *Suite) CasesDigest() string { return s.digest(false) }
 
 func (s *Suite) digest(withModels bool) string {
 	type caseView struct {
-		ID     string                   `json:"id"`
-		Input  string                   `json:"input"`
-		Files  map[string]string        `json:"files,omitempty"`
-		Tools  map[string]*ToolBehavior `json:"tools,omitempty"`
-		Rubric *rubrics.Rubric          `json:"rubric,omitempty"`
-		Checks []checkView              `json:"checks,omitempty"`
-		Tags   []string                 `json:"tags,omitempty"`
-		Models []string                 `json:"models,omitempty"`
+		ID    string `json:"id"`
+		Input string `json:"input"`
+		// History is part of what the case asks; its agent override is not
+		// (like the suite's agent, it is what answers).
+		History []llm.Message            `json:"history,omitempty"`
+		Files   map[string]string        `json:"files,omitempty"`
+		Tools   map[string]*ToolBehavior `json:"tools,omitempty"`
+		Rubric  *rubrics.Rubric          `json:"rubric,omitempty"`
+		Checks  []checkView              `json:"checks,omitempty"`
+		Tags    []string                 `json:"tags,omitempty"`
+		Models  []string                 `json:"models,omitempty"`
 	}
 	type casesView struct {
 		Name     string                   `json:"name"`
@@ -261,7 +265,7 @@ func (s *Suite) digest(withModels bool) string {
 		cv.Profiles = append(cv.Profiles, p.Name)
 	}
 	for _, c := range s.Cases {
-		v := caseView{ID: c.ID, Input: c.Input, Files: c.Files, Tools: c.Tools, Rubric: c.Rubric, Tags: c.Tags, Models: roles(c.Models)}
+		v := caseView{ID: c.ID, Input: c.Input, History: c.History, Files: c.Files, Tools: c.Tools, Rubric: c.Rubric, Tags: c.Tags, Models: roles(c.Models)}
 		for _, ch := range c.Checks {
 			v.Checks = append(v.Checks, checkView{Kind: ch.Kind(), Spec: ch})
 		}
