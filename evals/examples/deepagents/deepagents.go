@@ -372,6 +372,9 @@ func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.R
 		Mode:        recorder.ModeRecord,
 		Concurrency: 1,
 		Transport:   redirect(srv.URL),
+		// A scripted local server's timings say nothing about a model and
+		// would make every recording differ.
+		Recorder: []recorder.Option{recorder.WithoutLatency()},
 		Getenv: func(name string) string {
 			if name == "ANTHROPIC_API_KEY" {
 				return "local-placeholder-key" // the local server accepts any key
