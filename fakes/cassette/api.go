@@ -1,6 +1,9 @@
 package cassette
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // The wire APIs of the model providers whose exchanges cassettes hold; the
 // local server (fakes/llmserver) speaks them and reports them by these names.
@@ -8,11 +11,24 @@ const (
 	APIAnthropicMessages = "anthropic-messages"      // POST /v1/messages
 	APIOpenAIChat        = "openai-chat-completions" // POST /v1/chat/completions
 	APIOpenAIResponses   = "openai-responses"        // POST /v1/responses
+	// APIGemini is Gemini's generateContent, whole or streamed:
+	// POST /v1beta/models/{model}:generateContent and
+	// POST /v1beta/models/{model}:streamGenerateContent (?alt=sse).
+	APIGemini = "gemini-generate-content"
+)
+
+// Gemini's method suffixes: the model is in the path and streaming is a
+// different method, not a body field.
+const (
+	geminiGenerate = ":generateContent"
+	geminiStream   = ":streamGenerateContent"
 )
 
 // APIOf names the wire API of a request path: APIAnthropicMessages for
 // .../v1/messages, APIOpenAIChat for .../chat/completions,
-// APIOpenAIResponses for .../responses, and "" for any other path.
+// APIOpenAIResponses for .../responses, APIGemini for
+// .../models/{model}:generateContent and :streamGenerateContent, and ""
+// for any other path.
 func APIOf(path string) string {
 	switch {
 	case strings.HasSuffix(path, "/v1/messages"):
@@ -21,6 +37,48 @@ func APIOf(path string) string {
 		return APIOpenAIChat
 	case strings.HasSuffix(path, "/responses"):
 		return APIOpenAIResponses
+	case strings.HasSuffix(path, geminiGenerate), strings.HasSuffix(path, geminiStream):
+		return APIGemini
 	}
 	return ""
+}
+
+// GeminiCall reads the model and the streaming choice from a Gemini path,
+// e.g. ("gemini-2.5-flash", true) for
+// /v1beta/models/gemini-2.5-flash:streamGenerateContent; ok is false for
+// other paths.
+func GeminiCall(path string) (model string, stream, ok bool) {
+	var rest string
+	switch {
+	case strings.HasSuffix(path, geminiStream):
+		rest, stream = strings.TrimSuffix(path, geminiStream), true
+	case strings.HasSuffix(path, geminiGenerate):
+		rest = strings.TrimSuffix(path, geminiGenerate)
+	default:
+		return "", false, false
+	}
+	i := strings.LastIndex(rest, "/models/")
+	if i < 0 {
+		return "", false, false
+	}
+	return rest[i+len("/models/"):], stream, true
+}
+
+// RoutePath is the path a request is matched on. Gemini's whole and
+// streamed answers to one request are different methods of one route,
+// because replay decodes an answer by how it was recorded, not by how it
+// is asked for: a streamed recording answers a whole call and the reverse.
+func RoutePath(path string) string {
+	if strings.HasSuffix(path, geminiStream) {
+		return strings.TrimSuffix(path, geminiStream) + geminiGenerate
+	}
+	return path
+}
+
+// routeQuery drops what RoutePath already makes equal: Gemini's alt=sse
+// asks for the streamed shape of the same answer.
+func routeQuery(u *url.URL, q url.Values) {
+	if APIOf(u.Path) == APIGemini {
+		q.Del("alt")
+	}
 }

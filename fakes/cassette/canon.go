@@ -45,7 +45,8 @@ func (c *Canon) Key(body []byte) string { return canonicalKey(body, c.paths) }
 func (c *Canon) Indent(body []byte) string { return prettyBody(body, c.paths) }
 
 // MatchQuery is the query string requests are matched on: sorted, without
-// credentials (which are redacted in the cassette).
+// credentials (which are redacted in the cassette) and without Gemini's
+// alt=sse (see RoutePath).
 func MatchQuery(u *url.URL) string {
 	if u.RawQuery == "" {
 		return ""
@@ -56,6 +57,7 @@ func MatchQuery(u *url.URL) string {
 			delete(q, k)
 		}
 	}
+	routeQuery(u, q)
 	return q.Encode()
 }
 

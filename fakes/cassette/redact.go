@@ -33,6 +33,8 @@ var SensitiveQueryParams = []string{"key", "api_key", "api-key", "apikey", "acce
 var VolatileHeaders = []string{
 	"X-Stainless-Os", "X-Stainless-Arch", "X-Stainless-Runtime-Version",
 	"X-Stainless-Retry-Count", "X-Stainless-Timeout", "Date",
+	// Google's SDKs send the seconds left before the caller's deadline.
+	"X-Server-Timeout",
 }
 
 // DefaultSecretEnv names the environment variables that hold provider keys.

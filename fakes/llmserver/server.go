@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -21,13 +22,15 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// Server is a local model provider: it speaks the Anthropic Messages API and
-// the OpenAI Chat Completions and Responses APIs (JSON and SSE streaming),
-// and answers with any llm.ChatModel, typically a fakes.Scripted or
-// fakes.RuleModel. Point an SDK at URL (Anthropic) or OpenAIBaseURL (OpenAI)
-// with any API key. ServedCall and ServedRequest name the API of a call
-// (cassette.APIAnthropicMessages, cassette.APIOpenAIChat or
-// cassette.APIOpenAIResponses).
+// Server is a local model provider: it speaks the Anthropic Messages API,
+// the OpenAI Chat Completions and Responses APIs and Gemini's
+// generateContent (JSON and SSE streaming; a Gemini stream without
+// alt=sse is one JSON array, as the real API sends it), and answers with
+// any llm.ChatModel, typically a fakes.Scripted or fakes.RuleModel. Point
+// an SDK at URL (Anthropic, Gemini) or OpenAIBaseURL (OpenAI) with any API
+// key. ServedCall and ServedRequest name the API of a call
+// (cassette.APIAnthropicMessages, cassette.APIOpenAIChat,
+// cassette.APIOpenAIResponses or cassette.APIGemini).
 //
 // It decodes each request strictly into an llm.Request, as the real APIs
 // do: unknown fields, wrong types, empty text blocks, tool calls without
@@ -37,6 +40,13 @@ import (
 // from the request, so concurrent callers get the same ids on every run),
 // usage and stop reasons; the "model" field echoes the requested model.
 // Faults (FailOn) replace the answer to the n-th call.
+//
+// Gemini specifics: function calls go out without ids (as the Developer
+// API sends them) and the first call of each answer carries a thought
+// signature derived from the call; for Gemini 3 models a request whose
+// current turn lost that signature, or carries another, is a 400 with
+// Gemini's message. Function responses pair with the calls by id, else in
+// order, and must match them in number.
 //
 // How llm.Response maps to the wire: the message's blocks come first, in
 // order (thinking, redacted thinking, text), then its tool calls; Usage
@@ -246,25 +256,28 @@ func missingParam(param string) *apiError {
 	return paramError(param, "Missing required parameter: '%s'.", param)
 }
 
-func (s *Server) route(path string) wireAPI {
-	switch cassette.APIOf(path) {
+func (s *Server) route(u *url.URL) wireAPI {
+	switch cassette.APIOf(u.Path) {
 	case cassette.APIAnthropicMessages:
 		return anthropicAPI{}
 	case cassette.APIOpenAIChat:
 		return chatAPI{}
 	case cassette.APIOpenAIResponses:
 		return responsesAPI{}
+	case cassette.APIGemini:
+		model, stream, _ := cassette.GeminiCall(u.Path)
+		return geminiAPI{model: model, stream: stream, sse: u.Query().Get("alt") == "sse"}
 	}
 	return nil
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	api := s.route(r.URL.Path)
+	api := s.route(r.URL)
 	if api == nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprintf(w, `{"type":"error","error":{"type":"not_found_error","message":%q}}`, "no model endpoint at "+r.URL.Path+": the local server serves POST /v1/messages, /v1/chat/completions and /v1/responses")
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"not_found_error","message":%q}}`, "no model endpoint at "+r.URL.Path+": the local server serves POST /v1/messages, /v1/chat/completions, /v1/responses and /v1beta/models/{model}:generateContent (and :streamGenerateContent)")
 		return
 	}
 	if r.Method != http.MethodPost {

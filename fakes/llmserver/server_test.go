@@ -789,7 +789,7 @@ func TestServerRefusesOtherRoutes(t *testing.T) {
 	defer srv.Close()
 	r := posttest.MustPost(t, context.Background(), http.DefaultClient, srv.URL+"/v1/embeddings", `{}`, posttest.OpenAIHeaders("k")...)
 	assert.Equal(t, 404, r.Status)
-	assert.Contains(t, r.Body, "serves POST /v1/messages, /v1/chat/completions and /v1/responses")
+	assert.Contains(t, r.Body, "serves POST /v1/messages, /v1/chat/completions, /v1/responses and /v1beta/models/{model}:generateContent")
 	resp, err := http.Get(srv.URL + "/v1/messages")
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -81,7 +81,8 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 	}
 	e.Body = r.canon.Indent(body)
 
-	sameRoute := func(x *entry) bool { return x.method == req.Method && x.path == req.URL.Path }
+	route := cassette.RoutePath(req.URL.Path)
+	sameRoute := func(x *entry) bool { return x.method == req.Method && x.path == route }
 	laneOK := func(x *entry) bool { return x.lane == lane || x.lane == "" }
 	tiers := []struct {
 		pick    func(*entry) bool

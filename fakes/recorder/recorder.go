@@ -391,7 +391,7 @@ func plural(n int, noun string) string {
 func newEntry(it *vcr.Interaction, index int) *entry {
 	e := &entry{it: it, index: index, method: it.Request.Method, lane: it.Request.Headers.Get(cassette.LaneHeader)}
 	if u, err := url.Parse(it.Request.URL); err == nil {
-		e.path = u.Path
+		e.path = cassette.RoutePath(u.Path)
 		e.query = cassette.MatchQuery(u)
 	}
 	return e
@@ -585,8 +585,9 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 	defer r.mu.Unlock()
 	var reqKey string
 	keyed := false
+	route := cassette.RoutePath(req.URL.Path)
 	for _, e := range r.entries {
-		if e.used || (e.lane != lane && e.lane != "") || e.method != req.Method || e.path != req.URL.Path {
+		if e.used || (e.lane != lane && e.lane != "") || e.method != req.Method || e.path != route {
 			continue
 		}
 		if r.match == cassette.MatchBody {

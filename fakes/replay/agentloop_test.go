@@ -158,7 +158,7 @@ func TestAgentLoopReplaysParallelToolCallsThroughTheRecorder(t *testing.T) {
 func TestReplayedAndShownIDsAgree(t *testing.T) {
 	name := "test_openai/test_compatible_api_with_tool_calls_without_id.yaml"
 	_, r := openImported(t, name)
-	m, err := r.Resolve("gemini:gemini-2.5-pro-preview-05-06")
+	m, err := r.Resolve("gemini-openai:gemini-2.5-pro-preview-05-06")
 	require.NoError(t, err)
 	var calls atomic.Int32
 	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{textTool("get_current_time", "Get the current time.", "Noon", &calls)}})

@@ -13,11 +13,12 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/anthropic"
+	"github.com/dageval/dageval/harness/provider/gemini"
 	"github.com/dageval/dageval/harness/provider/openai"
 )
 
 // ErrNoAdapter is wrapped by Decode's error for a request path no adapter speaks.
-var ErrNoAdapter = fmt.Errorf("no adapter speaks this path (known: /v1/messages, /chat/completions, /responses)")
+var ErrNoAdapter = fmt.Errorf("no adapter speaks this path (known: /v1/messages, /chat/completions, /responses, /models/{model}:generateContent)")
 
 // Answer is the recorded response of it, with its recorded duration in
 // provider.DurationHeader as a recorder serves it, so that decoding reports
@@ -37,9 +38,10 @@ func Answer(it *vcr.Interaction) provider.RecordedAnswer {
 
 // Decode reads a recorded interaction's answer with the adapter its request
 // path selects (see cassette.APIOf), JSON or event stream, exactly as a replayed run
-// would. Failed answers give the adapter's *llm.Error. Chat Completions tool
-// calls that the server sent without an id get the id a replayed run derives
-// for them, from the length of the recorded conversation.
+// would. Failed answers give the adapter's *llm.Error. Chat Completions and
+// Gemini tool calls that the server sent without an id get the id a
+// replayed run derives for them, from the length of the recorded
+// conversation.
 func Decode(ctx context.Context, it *vcr.Interaction) (*llm.Response, error) {
 	u, err := url.Parse(it.Request.URL)
 	if err != nil {
@@ -52,6 +54,8 @@ func Decode(ctx context.Context, it *vcr.Interaction) (*llm.Response, error) {
 		return openai.DecodeChatAnswer(ctx, Answer(it), conversationLength(it.Request.Body))
 	case cassette.APIOpenAIResponses:
 		return openai.DecodeResponsesAnswer(ctx, Answer(it))
+	case cassette.APIGemini:
+		return gemini.DecodeAnswer(ctx, Answer(it), geminiConversationLength(it.Request.Body))
 	}
 	return nil, fmt.Errorf("%s %s: %w", it.Request.Method, u.Path, ErrNoAdapter)
 }
@@ -72,6 +76,33 @@ func conversationLength(body string) int {
 		if m.Role != "system" && m.Role != "developer" {
 			n++
 		}
+	}
+	return n
+}
+
+// geminiConversationLength counts the messages of a recorded Gemini
+// request as the adapter's request would hold them: one per content, except
+// that a turn of function responses is one tool message per response.
+func geminiConversationLength(body string) int {
+	var req struct {
+		Contents []struct {
+			Parts []map[string]json.RawMessage `json:"parts"`
+		} `json:"contents"`
+	}
+	if json.Unmarshal([]byte(body), &req) != nil {
+		return 0
+	}
+	n := 0
+	for _, c := range req.Contents {
+		responses := 0
+		for _, p := range c.Parts {
+			if _, ok := p["functionResponse"]; ok {
+				responses++
+			} else if _, ok := p["function_response"]; ok {
+				responses++
+			}
+		}
+		n += max(responses, 1)
 	}
 	return n
 }

@@ -39,9 +39,10 @@ const (
 	ant  = cassette.APIAnthropicMessages
 	chat = cassette.APIOpenAIChat
 	resp = cassette.APIOpenAIResponses
+	gem  = cassette.APIGemini
 )
 
-var synthesizedID = regexp.MustCompile(`^call_[0-9a-f]{24}$`)
+var synthesizedID = regexp.MustCompile(`^(call|gemini)_[0-9a-f]{24}$`)
 
 // recordings lists what every third-party recording contains.
 var recordings = map[string][]turn{
@@ -74,8 +75,10 @@ var recordings = map[string][]turn{
 		{api: chat, model: "gemini-2.5-pro-preview-05-06", stop: "end_turn", text: "The current time is Noon.", usage: replay.Usage{InputTokens: 66, OutputTokens: 6}},
 	},
 	"test_openai/test_multiple_agent_tool_calls.yaml": {
-		{err: "no adapter speaks this path"}, // Gemini's native generateContent API
-		{err: "no adapter speaks this path"},
+		// Gemini's native generateContent API: the call comes without an
+		// id and gets the one a replayed run derives.
+		{api: gem, model: "gemini-2.0-flash-exp", stop: "tool_use", calls: []call{{"", "get_capital", `{"country":"France"}`}}, usage: replay.Usage{InputTokens: 23, OutputTokens: 5}},
+		{api: gem, model: "gemini-2.0-flash-exp", stop: "end_turn", text: "The capital of France is Paris.\n", usage: replay.Usage{InputTokens: 35, OutputTokens: 8}},
 		{api: chat, model: "gpt-4o-mini-2024-07-18", stop: "tool_use", calls: []call{{"call_SkEQ3ZGSJC8m6AvaIGNuuKdm", "get_capital", `{"country":"England"}`}}, usage: replay.Usage{InputTokens: 104, OutputTokens: 16}},
 		{api: chat, model: "gpt-4o-mini-2024-07-18", stop: "end_turn", text: "The capital of England is London.", usage: replay.Usage{InputTokens: 129, OutputTokens: 9}},
 	},

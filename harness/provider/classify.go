@@ -32,8 +32,10 @@ type Failure struct {
 // error shapes of Anthropic ({"type":"error","error":{"type","message"}}),
 // OpenAI ({"error":{"message","type","code"}}) and the common compatible
 // servers (Ollama's {"error":"..."}, vLLM's {"object":"error","message"},
-// llama.cpp's {"error":{"type":"exceed_context_size_error"}}), and the
-// request-id and retry-after headers. Secrets of c are scrubbed from the message.
+// llama.cpp's {"error":{"type":"exceed_context_size_error"}}), Google's
+// ({"error":{"code","message","status","details"}}, whose RetryInfo gives
+// the wait), and the request-id and retry-after headers. Secrets of c are
+// scrubbed from the message.
 func (c Config) Classify(f Failure) *llm.Error {
 	d := parseErrorBody(f.Body)
 	e := &llm.Error{
@@ -46,8 +48,16 @@ func (c Config) Classify(f Failure) *llm.Error {
 	if d.typ != "" && d.code != "" && d.code != d.typ {
 		e.Code = d.typ + "/" + d.code
 	}
+	if d.status != "" {
+		// Google names the error by its canonical status and says why in
+		// the ErrorInfo reason ("RESOURCE_EXHAUSTED", "API_KEY_INVALID").
+		e.Code = firstNonEmpty(d.reason, d.status)
+	}
 	e.RequestID = firstNonEmpty(header(f.Header, "request-id"), header(f.Header, "x-request-id"), d.requestID)
 	e.RetryAfter = retryAfter(f.Header)
+	if e.RetryAfter == 0 {
+		e.RetryAfter = d.retryDelay
+	}
 	e.Kind = kindOf(f.StatusCode, d)
 	if e.Message == "" && f.Err == nil && len(f.Body) > 0 {
 		e.Message = c.Scrub(truncate(strings.TrimSpace(string(f.Body)), 300))
@@ -95,6 +105,9 @@ func (c Config) BadResponse(err error) *llm.Error {
 
 type errorDoc struct {
 	typ, code, message, requestID string
+	// status, reason and retryDelay come from Google's error documents.
+	status, reason string
+	retryDelay     time.Duration
 }
 
 func parseErrorBody(body []byte) errorDoc {
@@ -120,6 +133,10 @@ func parseErrorBody(body []byte) errorDoc {
 		d.typ = t
 	}
 	d.code = str(inner["code"])
+	d.status = str(inner["status"])
+	if d.status != "" {
+		d.reason, d.retryDelay = googleDetails(inner["details"])
+	}
 	if d.message == "" {
 		d.message = firstNonEmpty(str(inner["message"]), str(top["message"]), str(top["detail"]))
 	}
@@ -130,6 +147,24 @@ func parseErrorBody(body []byte) errorDoc {
 		}
 	}
 	return d
+}
+
+// googleDetails reads the ErrorInfo reason and the RetryInfo delay
+// ("23s", "1.5s") of a Google error's details.
+func googleDetails(v any) (reason string, delay time.Duration) {
+	list, _ := v.([]any)
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		switch t := str(m["@type"]); {
+		case strings.HasSuffix(t, "google.rpc.ErrorInfo"):
+			reason = firstNonEmpty(reason, str(m["reason"]))
+		case strings.HasSuffix(t, "google.rpc.RetryInfo"):
+			if d, err := time.ParseDuration(str(m["retryDelay"])); err == nil && d > 0 {
+				delay = d
+			}
+		}
+	}
+	return reason, delay
 }
 
 func str(v any) string {
@@ -161,6 +196,9 @@ var overflowPhrases = []string{
 func kindOf(status int, d errorDoc) llm.ErrorKind {
 	id := strings.ToLower(d.typ + " " + d.code)
 	msg := strings.ToLower(d.message)
+	if k, ok := googleKind(d); ok {
+		return k
+	}
 	switch {
 	case strings.Contains(id, "context_length_exceeded"), strings.Contains(id, "context_window_exceeded"),
 		strings.Contains(id, "exceed_context_size"):
@@ -199,6 +237,24 @@ func kindOf(status int, d errorDoc) llm.ErrorKind {
 	}
 	// An error event inside a 200 stream with a type we do not know.
 	return llm.ErrServer
+}
+
+// googleKind classifies by Google's canonical status and ErrorInfo reason,
+// which say more than the HTTP status: an invalid API key is a 400.
+func googleKind(d errorDoc) (llm.ErrorKind, bool) {
+	switch {
+	case d.reason == "API_KEY_INVALID", d.reason == "API_KEY_SERVICE_BLOCKED", d.status == "UNAUTHENTICATED", d.status == "PERMISSION_DENIED":
+		return llm.ErrAuthentication, true
+	case d.status == "RESOURCE_EXHAUSTED":
+		return llm.ErrRateLimit, true
+	case d.status == "UNAVAILABLE":
+		return llm.ErrOverloaded, true
+	case d.status == "DEADLINE_EXCEEDED":
+		return llm.ErrTimeout, true
+	case d.status == "FAILED_PRECONDITION" && strings.Contains(strings.ToLower(d.message), "billing"):
+		return llm.ErrBilling, true
+	}
+	return "", false
 }
 
 func containsAny(s string, subs []string) bool {

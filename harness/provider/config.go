@@ -25,12 +25,17 @@ const (
 	// Completions on request.
 	KindOpenAI = "openai"
 	// KindOpenAICompatible is any server speaking OpenAI Chat Completions
-	// (Ollama, vLLM, llama.cpp, OpenRouter, Groq, Gemini, Azure OpenAI, ...).
+	// (Ollama, vLLM, llama.cpp, OpenRouter, Groq, Gemini's compatible
+	// endpoint, Azure OpenAI, ...).
 	KindOpenAICompatible = "openai-compatible"
+	// KindGemini is Google's Gemini API (generateContent and
+	// streamGenerateContent), the native protocol behind Gemini's
+	// thought signatures and cached-token counts.
+	KindGemini = "gemini"
 )
 
 // Kinds lists the wire protocols in a stable order.
-func Kinds() []string { return []string{KindAnthropic, KindOpenAI, KindOpenAICompatible} }
+func Kinds() []string { return []string{KindAnthropic, KindOpenAI, KindOpenAICompatible, KindGemini} }
 
 // Defaults used when a Config leaves a field zero.
 const (
@@ -61,7 +66,8 @@ type Config struct {
 	// Kind is the wire protocol, one of Kinds().
 	Kind string
 	// BaseURL is the API root. For OpenAI-style APIs it includes the version
-	// path ("http://localhost:11434/v1"); for Anthropic it does not.
+	// path ("http://localhost:11434/v1"); for Anthropic and Gemini it does
+	// not (the Gemini adapter adds "v1beta").
 	BaseURL string
 	// APIKey is an explicit key. It wins over APIKeyEnv. It is never logged.
 	APIKey string
@@ -71,7 +77,7 @@ type Config struct {
 	KeyOptional bool
 	// AuthHeader is the header carrying the key. Empty means
 	// "Authorization: Bearer <key>"; any other name carries the bare key
-	// (Azure OpenAI uses "api-key").
+	// (Azure OpenAI uses "api-key", Gemini "x-goog-api-key").
 	AuthHeader string
 	// Headers are sent with every request. Values are never logged.
 	Headers map[string]string

@@ -47,7 +47,14 @@ var builtins = map[string]Entry{
 	"llamacpp":   {Kind: KindOpenAICompatible, BaseURL: "http://localhost:8080/v1", APIKeyEnv: "LLAMACPP_API_KEY", KeyOptional: true},
 	"openrouter": {Kind: KindOpenAICompatible, BaseURL: "https://openrouter.ai/api/v1", APIKeyEnv: "OPENROUTER_API_KEY"},
 	"groq":       {Kind: KindOpenAICompatible, BaseURL: "https://api.groq.com/openai/v1", APIKeyEnv: "GROQ_API_KEY"},
-	"gemini":     {Kind: KindOpenAICompatible, BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai", APIKeyEnv: "GEMINI_API_KEY"},
+	// Gemini's native API, under both names Deep Agents (LangChain's
+	// init_chat_model) users write: google_genai is LangChain's provider
+	// name and reads GOOGLE_API_KEY as langchain-google-genai does.
+	"gemini":       {Kind: KindGemini, BaseURL: "https://generativelanguage.googleapis.com", APIKeyEnv: "GEMINI_API_KEY", AuthHeader: "x-goog-api-key"},
+	"google_genai": {Kind: KindGemini, BaseURL: "https://generativelanguage.googleapis.com", APIKeyEnv: "GOOGLE_API_KEY", AuthHeader: "x-goog-api-key"},
+	// Gemini's OpenAI-compatible endpoint, for agents (and recordings)
+	// that speak Chat Completions to Gemini.
+	"gemini-openai": {Kind: KindOpenAICompatible, BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai", APIKeyEnv: "GEMINI_API_KEY"},
 	// Azure OpenAI's v1 API: https://<resource>.openai.azure.com/openai/v1,
 	// authenticated with the bare key in an api-key header.
 	"azure": {Kind: KindOpenAICompatible, BaseURL: "${AZURE_OPENAI_ENDPOINT}/openai/v1", APIKeyEnv: "AZURE_OPENAI_API_KEY", AuthHeader: "api-key"},

@@ -60,7 +60,9 @@ func TestResolveSpecsThroughEntries(t *testing.T) {
 		{"llamacpp:any", "llamacpp", "any", provider.KindOpenAICompatible, "http://localhost:8080/v1", "LLAMACPP_API_KEY", false},
 		{"openrouter:mistralai/mistral-small", "openrouter", "mistralai/mistral-small", provider.KindOpenAICompatible, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", false},
 		{"groq:llama-3.3-70b-versatile", "groq", "llama-3.3-70b-versatile", provider.KindOpenAICompatible, "https://api.groq.com/openai/v1", "GROQ_API_KEY", false},
-		{"gemini:gemini-2.5-pro", "gemini", "gemini-2.5-pro", provider.KindOpenAICompatible, "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", false},
+		{"gemini:gemini-2.5-pro", "gemini", "gemini-2.5-pro", provider.KindGemini, "https://generativelanguage.googleapis.com", "GEMINI_API_KEY", false},
+		{"google_genai:gemini-2.5-flash", "google_genai", "gemini-2.5-flash", provider.KindGemini, "https://generativelanguage.googleapis.com", "GOOGLE_API_KEY", false},
+		{"gemini-openai:gemini-2.5-pro", "gemini-openai", "gemini-2.5-pro", provider.KindOpenAICompatible, "https://generativelanguage.googleapis.com/v1beta/openai", "GEMINI_API_KEY", false},
 		{"local:model-a", "local", "model-a", provider.KindOpenAICompatible, "http://127.0.0.1:9999/v1", "LOCAL_KEY", false},
 	}
 	for _, tt := range tests {
@@ -298,7 +300,11 @@ func TestClassify(t *testing.T) {
 		{"ollama plain", 404, nil, `{"error":"model \"llama9\" not found, try pulling it first"}`, llm.ErrInvalidRequest, "", "model \"llama9\" not found, try pulling it first", 0, ""},
 		{"vllm context", 400, nil, `{"object":"error","message":"This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.","type":"BadRequestError","param":null,"code":400}`, llm.ErrContextOverflow, "BadRequestError/400", "", 0, ""},
 		{"llama.cpp context", 400, nil, `{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}`, llm.ErrContextOverflow, "exceed_context_size_error/400", "", 0, ""},
-		{"gemini context", 400, nil, `[{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`, llm.ErrContextOverflow, "400", "", 0, ""},
+		{"gemini context", 400, nil, `[{"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}]`, llm.ErrContextOverflow, "INVALID_ARGUMENT", "", 0, ""},
+		// Recorded by crewAI's test suite: an invalid key is a 400 whose ErrorInfo says why.
+		{"gemini invalid key", 400, nil, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`, llm.ErrAuthentication, "API_KEY_INVALID", "API key not valid. Please pass a valid API key.", 0, ""},
+		{"gemini quota", 429, nil, `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"23s"}]}}`, llm.ErrRateLimit, "RESOURCE_EXHAUSTED", "", 23 * time.Second, ""},
+		{"gemini overloaded", 503, nil, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`, llm.ErrOverloaded, "UNAVAILABLE", "", 0, ""},
 		{"503 html", 503, nil, `<html>Service Unavailable</html>`, llm.ErrOverloaded, "", "<html>Service Unavailable</html>", 0, ""},
 		{"504", 504, nil, ``, llm.ErrTimeout, "", "Gateway Timeout", 0, ""},
 	}

@@ -66,7 +66,7 @@ func (a RecordedAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
 // network or read the environment.
 func DecodeConfig(kind string, a RecordedAnswer) Config {
 	base := "https://recorded.invalid"
-	if kind != KindAnthropic {
+	if kind != KindAnthropic && kind != KindGemini {
 		base += "/v1"
 	}
 	return Config{

@@ -57,3 +57,6 @@ func AnthropicHeaders(key string) []string {
 
 // OpenAIHeaders are OpenAI request headers with key.
 func OpenAIHeaders(key string) []string { return []string{"Authorization", "Bearer " + key} }
+
+// GeminiHeaders are Gemini request headers with key.
+func GeminiHeaders(key string) []string { return []string{"X-Goog-Api-Key", key} }

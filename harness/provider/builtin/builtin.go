@@ -5,14 +5,15 @@ import (
 
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/anthropic"
+	"github.com/dageval/dageval/harness/provider/gemini"
 	"github.com/dageval/dageval/harness/provider/openai"
 )
 
-// NewResolver returns a resolver with the built-in entries and both
-// adapters registered; base is as for provider.NewResolver.
+// NewResolver returns a resolver with the built-in entries and every
+// adapter registered; base is as for provider.NewResolver.
 func NewResolver(base provider.Config) *provider.Resolver {
 	r := provider.NewResolver(base)
-	if err := errors.Join(anthropic.Register(r), openai.Register(r)); err != nil {
+	if err := errors.Join(anthropic.Register(r), openai.Register(r), gemini.Register(r)); err != nil {
 		// Registration only fails for unknown kinds, which would be a bug here.
 		panic(err)
 	}

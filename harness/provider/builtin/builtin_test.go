@@ -11,6 +11,7 @@ import (
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/anthropic"
 	"github.com/dageval/dageval/harness/provider/builtin"
+	"github.com/dageval/dageval/harness/provider/gemini"
 	"github.com/dageval/dageval/harness/provider/openai"
 )
 
@@ -26,6 +27,8 @@ func TestEveryBuiltinEntryBuildsARealModelWithoutAKey(t *testing.T) {
 		switch name {
 		case "anthropic":
 			assert.IsType(t, &anthropic.Model{}, m)
+		case "gemini", "google_genai":
+			assert.IsType(t, &gemini.Model{}, m)
 		default:
 			require.IsType(t, &openai.Model{}, m)
 			assert.Equal(t, name == "openai", m.(*openai.Model).Config().ResponsesAPI(), spec)
@@ -43,4 +46,10 @@ func TestEveryBuiltinEntryBuildsARealModelWithoutAKey(t *testing.T) {
 	_, err = m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi")}})
 	assert.True(t, llm.IsAuthentication(err))
 	assert.ErrorContains(t, err, "set OPENAI_API_KEY")
+
+	m, err = r.Resolve("google_genai:gemini-2.5-flash")
+	require.NoError(t, err)
+	_, err = m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi")}})
+	assert.True(t, llm.IsAuthentication(err))
+	assert.ErrorContains(t, err, "set GOOGLE_API_KEY")
 }

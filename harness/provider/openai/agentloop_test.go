@@ -111,7 +111,7 @@ func TestAgentLoopWithoutToolCallIDs(t *testing.T) {
 	c := recorded.MustLoad(t, "test_openai/test_compatible_api_with_tool_calls_without_id.yaml")
 	srv := recorded.Serve(t, c)
 	r := resolverFor(t)
-	m, err := r.ResolveWith("gemini:gemini-2.5-pro-preview-05-06", map[string]any{"base_url": srv.BaseURL()})
+	m, err := r.ResolveWith("gemini-openai:gemini-2.5-pro-preview-05-06", map[string]any{"base_url": srv.BaseURL()})
 	require.NoError(t, err)
 	var calls atomic.Int32
 	a, err := agent.New(agent.Config{Model: m, Tools: []tool.Tool{textTool("get_current_time", "Get the current time.", "Noon", &calls)}})
@@ -132,7 +132,7 @@ func TestAgentLoopWithoutToolCallIDs(t *testing.T) {
 
 	// A replay of the same run synthesises the same id.
 	srv2 := recorded.Serve(t, c)
-	m2, err := r.ResolveWith("gemini:gemini-2.5-pro-preview-05-06", map[string]any{"base_url": srv2.BaseURL()})
+	m2, err := r.ResolveWith("gemini-openai:gemini-2.5-pro-preview-05-06", map[string]any{"base_url": srv2.BaseURL()})
 	require.NoError(t, err)
 	a2, err := agent.New(agent.Config{Model: m2, Tools: []tool.Tool{textTool("get_current_time", "Get the current time.", "Noon", &calls)}})
 	require.NoError(t, err)
