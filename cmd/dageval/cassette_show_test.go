@@ -134,7 +134,7 @@ func TestCassetteShowEveryRecording(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, files, 13)
 	undecodable := map[string]string{
-		"test_text_response.yaml":             "1 of 1 interactions",
+		"test_text_response.yaml": "1 of 1 interactions",
 	}
 	for _, f := range files {
 		code, stdout, stderr := runCLI(t, "cassette", "show", f)
