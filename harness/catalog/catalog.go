@@ -86,13 +86,17 @@ type Catalog struct {
 	// declaredPrice marks entries whose price a suite or agent file
 	// declared (see With): they are priced even on self-hosted providers.
 	declaredPrice map[int]bool
+	providers     map[string]string // provider alias → the provider whose models it reaches
 }
 
 type file struct {
 	Version    string   `yaml:"version"`
 	Currency   string   `yaml:"currency"`
 	SelfHosted []string `yaml:"self_hosted"`
-	Models     []Model  `yaml:"models"`
+	// ProviderAliases name providers that reach another provider's models
+	// under their own spec prefix, e.g. google_genai: for gemini:.
+	ProviderAliases map[string]string `yaml:"provider_aliases"`
+	Models          []Model           `yaml:"models"`
 }
 
 var defaultCatalog = sync.OnceValues(func() (*Catalog, error) { return Parse("models.yaml", embedded) })
@@ -135,7 +139,13 @@ func Parse(name string, data []byte) (*Catalog, error) {
 	if f.Currency != "USD" {
 		return nil, fmt.Errorf("%s:%d: currency %q is not supported; prices must be in USD", name, lineOf("$.currency"), f.Currency)
 	}
-	c := &Catalog{version: f.Version, currency: f.Currency, index: map[string]int{}, selfHosted: map[string]bool{}}
+	c := &Catalog{version: f.Version, currency: f.Currency, index: map[string]int{}, selfHosted: map[string]bool{}, providers: map[string]string{}}
+	for alias, target := range f.ProviderAliases {
+		if alias == "" || target == "" || alias == target {
+			return nil, fmt.Errorf("%s:%d: provider_aliases: %q → %q must name two different providers", name, lineOf("$.provider_aliases"), alias, target)
+		}
+		c.providers[alias] = target
+	}
 	for _, p := range f.SelfHosted {
 		c.selfHosted[p] = true
 	}
@@ -206,7 +216,8 @@ func (c *Catalog) Models() []Model { return slices.Clone(c.models) }
 var datedSuffix = regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
 
 // Lookup finds the entry for a provider:model spec: by id, then by alias,
-// then by the id without a snapshot date suffix. A model that is not listed
+// then by the id without a snapshot date suffix; a provider alias
+// (google_genai for gemini) finds the other provider's entries. A model that is not listed
 // is an error wrapping ErrUnknownModel, never a zero-valued entry.
 func (c *Catalog) Lookup(spec string) (Model, error) {
 	s, err := llm.ParseSpec(spec)
@@ -219,12 +230,24 @@ func (c *Catalog) Lookup(spec string) (Model, error) {
 	return Model{}, fmt.Errorf("%w: %s is not in model catalog %s", ErrUnknownModel, spec, c.version)
 }
 
+// find looks a spec up under its own provider, then under the provider
+// its provider aliases, so a model declared under the alias wins.
 func (c *Catalog) find(s llm.Spec) (int, bool) {
-	if i, ok := c.index[s.Provider+":"+s.Model]; ok {
+	if i, ok := c.findUnder(s.Provider, s.Model); ok {
 		return i, true
 	}
-	if base := datedSuffix.ReplaceAllString(s.Model, ""); base != s.Model {
-		if i, ok := c.index[s.Provider+":"+base]; ok {
+	if target, ok := c.providers[s.Provider]; ok {
+		return c.findUnder(target, s.Model)
+	}
+	return 0, false
+}
+
+func (c *Catalog) findUnder(provider, model string) (int, bool) {
+	if i, ok := c.index[provider+":"+model]; ok {
+		return i, true
+	}
+	if base := datedSuffix.ReplaceAllString(model, ""); base != model {
+		if i, ok := c.index[provider+":"+base]; ok {
 			return i, true
 		}
 	}

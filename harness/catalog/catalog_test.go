@@ -22,6 +22,8 @@ func TestEmbeddedCatalogParsesAndCoversTheBrief(t *testing.T) {
 		"openai:gpt-5", "openai:gpt-5-mini", "openai:gpt-5-nano", "openai:gpt-4.1", "openai:gpt-4o",
 		"openai:gpt-4o-mini", "openai:gpt-5-codex",
 		"groq:openai/gpt-oss-120b", "ollama:llama3.1:8b",
+		"gemini:gemini-3.1-pro-preview", "gemini:gemini-3-flash-preview", "gemini:gemini-2.5-pro",
+		"gemini:gemini-2.5-flash", "gemini:gemini-2.5-flash-lite",
 	} {
 		m, err := c.Lookup(spec)
 		require.NoError(t, err, spec)
@@ -45,6 +47,9 @@ func TestLookupByAliasAndSnapshotDate(t *testing.T) {
 		{"openai:gpt-4o-2024-05-13", "openai:gpt-4o-2024-05-13"},                // its own, dearer entry
 		{"openai:gpt-4o-mini-2024-07-18", "openai:gpt-4o-mini"},                 // as in the recordings
 		{"openai:gpt-4.1-2025-04-14", "openai:gpt-4.1"},
+		{"google_genai:gemini-2.5-flash", "gemini:gemini-2.5-flash"}, // LangChain's provider name
+		{"gemini-openai:gemini-2.5-pro", "gemini:gemini-2.5-pro"},    // the OpenAI-compatible endpoint
+		{"gemini:gemini-2.0-flash-001", "gemini:gemini-2.0-flash"},   // as in the recordings
 	}
 	for _, tt := range tests {
 		m, err := catalog.Lookup(tt.spec)
@@ -106,6 +111,27 @@ func TestCostArithmetic(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, c.Verified)
 	assert.Equal(t, "$5.000000 (unverified price)", c.String())
+}
+
+// TestGeminiCostCountsCachedTokensAsReads: the adapter reports Gemini's
+// cached prompt tokens as cache reads, priced at the cache rate.
+func TestGeminiCostCountsCachedTokensAsReads(t *testing.T) {
+	c, err := catalog.CostOf("google_genai:gemini-2.5-pro", llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000, CacheReadTokens: 1_000_000})
+	require.NoError(t, err)
+	assert.InDelta(t, 1.25+10+0.125, c.USD, 1e-9)
+	assert.Equal(t, "gemini:gemini-2.5-pro", c.Model, "priced under the canonical spec")
+	// A model declared under the alias is found under it; the alias still
+	// reaches the listed ones.
+	d, err := catalog.Default().With(catalog.Declaration{Spec: "google_genai:gemini-9-preview", ContextWindow: 2_000_000})
+	require.NoError(t, err)
+	m, err := d.Lookup("google_genai:gemini-9-preview")
+	require.NoError(t, err)
+	assert.Equal(t, 2_000_000, m.ContextWindow)
+	m, err = d.Lookup("google_genai:gemini-2.5-pro")
+	require.NoError(t, err)
+	assert.Equal(t, "gemini:gemini-2.5-pro", m.Spec())
+	_, err = catalog.Parse("bad.yaml", []byte("version: v\ncurrency: USD\nprovider_aliases: {a: a}\n"))
+	assert.ErrorContains(t, err, "bad.yaml:3: provider_aliases")
 }
 
 func TestParseErrorsNameFileLineAndField(t *testing.T) {

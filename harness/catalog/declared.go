@@ -94,7 +94,7 @@ func (c *Catalog) With(decls ...Declaration) (*Catalog, error) {
 		return c, nil
 	}
 	n := &Catalog{version: c.version, currency: c.currency, models: make([]Model, len(c.models)), index: make(map[string]int, len(c.index)+len(decls)),
-		selfHosted: c.selfHosted, declaredPrice: map[int]bool{}}
+		selfHosted: c.selfHosted, declaredPrice: map[int]bool{}, providers: c.providers}
 	for i, m := range c.models {
 		n.models[i] = cloneModel(m)
 	}
