@@ -223,3 +223,22 @@ func TestCassetteShowWireQuirks(t *testing.T) {
 		})
 	}
 }
+
+// TestCassetteShowGeminiGolden pins show's output for Gemini's native API
+// as other projects recorded it: a thinking tool loop streamed as JSON
+// arrays (llm-gemini) and an event stream (crewAI).
+func TestCassetteShowGeminiGolden(t *testing.T) {
+	for _, name := range []string{
+		"llm-gemini/imported/test_gemini/test_tools.yaml",
+		"crewai/imported/llms/google/test_google_async_streaming_returns_usage_metrics.yaml",
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("..", "..", "cassettes", "thirdparty", filepath.FromSlash(name))
+			for _, format := range []string{"text", "json"} {
+				code, stdout, stderr := runCLI(t, "cassette", "show", "--format", format, path)
+				require.Equal(t, 0, code, "stderr:\n%s", stderr)
+				snaps.MatchSnapshot(t, stdout)
+			}
+		})
+	}
+}

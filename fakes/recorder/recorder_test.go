@@ -150,9 +150,11 @@ func TestRecorderRedactsEverySensitiveHeader(t *testing.T) {
 		"Openai-Project":      "proj_request_0005",
 		"Cookie":              "sid=tok-cookie-0006",
 		"X-Custom-Token":      "tok-custom-0007",
+		"X-Goog-Api-Key":      "tok-goog-api-key-0009",
 		"X-Stainless-Os":      "Linux",
+		"X-Server-Timeout":    "599",
 	}
-	var hdr []string
+	hdr := []string{"X-Goog-Api-Client", "google-genai-sdk/1.77.0 gl-go"} // kept: not a secret, not volatile
 	for k, v := range secrets {
 		hdr = append(hdr, k, v)
 	}
@@ -169,10 +171,12 @@ func TestRecorderRedactsEverySensitiveHeader(t *testing.T) {
 	c, err := cassette.Read(path)
 	require.NoError(t, err)
 	it := c.Interactions[0]
-	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "Openai-Organization", "Openai-Project", "Cookie", "X-Custom-Token"} {
+	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key", "Openai-Organization", "Openai-Project", "Cookie", "X-Custom-Token", "X-Goog-Api-Key"} {
 		assert.Equal(t, []string{cassette.Redacted}, it.Request.Headers.Values(h), h)
 	}
 	assert.Empty(t, it.Request.Headers.Values("X-Stainless-Os"), "machine-specific headers are dropped")
+	assert.Empty(t, it.Request.Headers.Values("X-Server-Timeout"), "so is the time left before a deadline")
+	assert.Equal(t, []string{"google-genai-sdk/1.77.0 gl-go"}, it.Request.Headers.Values("X-Goog-Api-Client"), "the Gemini adapter already strips the Go version")
 	assert.Equal(t, []string{cassette.Redacted}, it.Response.Headers.Values("Set-Cookie"))
 	assert.Equal(t, []string{cassette.Redacted}, it.Response.Headers.Values("Openai-Organization"))
 	assert.Contains(t, it.Request.URL, "key=REDACTED")
@@ -820,4 +824,53 @@ func TestRecorderKeepsLatency(t *testing.T) {
 			assert.Equal(t, live.Body, r.Body, "the stream replays byte for byte")
 		})
 	}
+}
+
+// TestRecorderKeepsGeminiKeysOut: Gemini takes its key in x-goog-api-key
+// or a key= query parameter; neither reaches the cassette, a key echoed
+// back is refused, and the redacted recording still replays, streamed or
+// not, with alt=sse or without.
+func TestRecorderKeepsGeminiKeysOut(t *testing.T) {
+	const key = "AIzaSyD-geminiKeyForTheRecorderTest0123"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"ok\"}],\"role\":\"model\"},\"finishReason\":\"STOP\"}]}\r\n\r\n")
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "gemini.yaml")
+	rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv))
+	require.NoError(t, err)
+	body := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse&key="+key, body, "Content-Type", "application/json")
+	posttest.MustPost(t, context.Background(), rec.Client(), srv.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", body, "X-Goog-Api-Key", key)
+	require.NoError(t, rec.Stop())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), key)
+	assert.NotContains(t, string(data), "AIza")
+
+	// Replayed by a whole call (:generateContent, no alt=sse) and a
+	// streamed one: both are the same route.
+	rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
+	require.NoError(t, err)
+	r := posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+"/v1beta/models/gemini-2.5-flash:generateContent", body)
+	assert.Contains(t, r.Body, `"text":"ok"`)
+	r = posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", body)
+	assert.Contains(t, r.Body, `"text":"ok"`)
+	assert.Empty(t, rep.Unplayed())
+
+	// A server that echoes the key: the cassette is not written.
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"error":{"code":400,"message":"API key %s not valid.","status":"INVALID_ARGUMENT"}}`, r.Header.Get("X-Goog-Api-Key"))
+	}))
+	defer echo.Close()
+	leak := filepath.Join(t.TempDir(), "leak.yaml")
+	rec, err = recorder.New(leak, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(noEnv))
+	require.NoError(t, err)
+	posttest.MustPost(t, context.Background(), rec.Client(), echo.URL+"/v1beta/models/gemini-2.5-flash:generateContent", body, "X-Goog-Api-Key", key)
+	var se *cassette.SecretError
+	require.ErrorAs(t, rec.Stop(), &se)
+	_, err = os.Stat(leak)
+	assert.True(t, os.IsNotExist(err), "nothing is written")
 }

@@ -40,11 +40,13 @@ const (
 // Interaction is one recorded exchange as the adapters read it: what
 // `dageval cassette show` prints.
 type Interaction struct {
-	Index    int    `json:"index"`
-	Method   string `json:"method"`
-	URL      string `json:"url"`
-	Status   int    `json:"status"`
-	Streamed bool   `json:"streamed"`
+	Index  int    `json:"index"`
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	Status int    `json:"status"`
+	// Streamed reports an answer recorded as a stream: server-sent
+	// events, or Gemini's JSON array of chunks.
+	Streamed bool `json:"streamed"`
 	// API is the wire API the request path selects ("" when none does).
 	API     string  `json:"api,omitempty"`
 	Outcome Outcome `json:"outcome"`
@@ -132,6 +134,11 @@ func Inspect(ctx context.Context, c *cassette.Cassette) []Interaction {
 		}
 		if u, err := url.Parse(it.Request.URL); err == nil {
 			in.API = cassette.APIOf(u.Path)
+			// Gemini streams without alt=sse as one JSON array of chunks:
+			// still a stream, though not an event stream.
+			if _, stream, ok := cassette.GeminiCall(u.Path); ok && stream && in.Status >= 200 && in.Status < 300 {
+				in.Streamed = true
+			}
 		}
 		if in.API == "" && !IsModelCall(it) {
 			in.Outcome = OutcomeNotModelCall

@@ -202,3 +202,67 @@ interactions:
 	assert.Contains(t, got[1].Error, "the response stream ended before response.completed")
 	assert.True(t, got[1].Failed())
 }
+
+// TestInspectReadsGeminiRecordings: show decodes Gemini's native answers
+// in every recorded shape: a JSON array of chunks (llm-gemini streams
+// without alt=sse), server-sent events, a whole answer, and an error
+// document sent as an event stream.
+func TestInspectReadsGeminiRecordings(t *testing.T) {
+	corpus := filepath.Join("..", "..", "cassettes", "thirdparty")
+	tests := []struct {
+		file  string
+		turns []turn
+	}{
+		{"llm-gemini/imported/test_gemini/test_tools_with_gemini_3_thought_signatures.yaml", []turn{
+			{api: gem, streamed: true, model: "gemini-3-flash-preview", stop: "tool_use", calls: []call{{"", "multiply", `{"x":5,"y":3}`}}, usage: replay.Usage{InputTokens: 60, OutputTokens: 48}},
+			{api: gem, streamed: true, model: "gemini-3-flash-preview", stop: "end_turn", text: "5 times 3 is 15.", usage: replay.Usage{InputTokens: 121, OutputTokens: 9}},
+		}},
+		{"llm-gemini/imported/test_gemini/test_stream_events_tool_calls.yaml", []turn{
+			{api: gem, streamed: true, model: "gemini-3-flash-preview", stop: "tool_use", calls: []call{{"c9bjmkfz", "pelican_name_generator", `{"type":"funny"}`}}, usage: replay.Usage{InputTokens: 28, OutputTokens: 267}},
+		}},
+		{"crewai/imported/llms/google/test_google_async_streaming_returns_usage_metrics.yaml", []turn{
+			{api: gem, streamed: true, model: "gemini-2.0-flash-exp", stop: "end_turn", text: "The capital of Canada is Ottawa.", usage: replay.Usage{InputTokens: 163, OutputTokens: 13}},
+		}},
+		{"crewai/imported/llms/google/test_gemini_async_conversation.yaml", []turn{
+			{api: gem, model: "gemini-3-pro-preview", stop: "end_turn", text: "Your name is Alice.", usage: replay.Usage{InputTokens: 21, OutputTokens: 119}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, err := cassette.Read(filepath.Join(corpus, filepath.FromSlash(tt.file)))
+			require.NoError(t, err)
+			got := replay.Inspect(context.Background(), c)
+			require.Len(t, got, len(tt.turns))
+			for i, want := range tt.turns {
+				in := got[i]
+				require.Empty(t, in.Error, "#%d", i)
+				assert.Equal(t, want.api, in.API, "#%d", i)
+				assert.Equal(t, want.streamed, in.Streamed, "#%d", i)
+				assert.Equal(t, want.model, in.Response.Model, "#%d", i)
+				assert.Equal(t, want.stop, in.Response.StopReason, "#%d", i)
+				assert.True(t, strings.HasPrefix(in.Response.Text, want.text), "#%d: %q", i, in.Response.Text)
+				assert.Equal(t, want.usage, in.Response.Usage, "#%d", i)
+				require.Len(t, in.Response.ToolCalls, len(want.calls), "#%d", i)
+				for j, wc := range want.calls {
+					if wc.id == "" {
+						assert.Regexp(t, synthesizedID, in.Response.ToolCalls[j].ID)
+					} else {
+						assert.Equal(t, wc.id, in.Response.ToolCalls[j].ID)
+					}
+					assert.JSONEq(t, wc.args, string(in.Response.ToolCalls[j].Args))
+				}
+			}
+		})
+	}
+
+	// An invalid key, answered with a JSON error document under an event
+	// stream's content type: a valid recording of a provider error.
+	c, err := cassette.Read(filepath.Join(corpus, "crewai", "imported", "llms", "google", "test_google_streaming_returns_usage_metrics.yaml"))
+	require.NoError(t, err)
+	for _, in := range replay.Inspect(context.Background(), c) {
+		assert.Equal(t, 400, in.Status)
+		assert.Contains(t, in.Error, "authentication")
+		assert.Contains(t, in.Error, "API_KEY_INVALID")
+		assert.False(t, in.Failed(), "an error answer is a correct recording")
+	}
+}

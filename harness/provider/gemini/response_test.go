@@ -257,7 +257,6 @@ func TestErrors(t *testing.T) {
 // a replay sends none; the SDK never reads the environment.
 func TestCredentials(t *testing.T) {
 	t.Setenv("GEMINI_API_KEY", "env-key-should-not-be-used")
-	t.Setenv("GOOGLE_API_KEY", "env-key-should-not-be-used")
 	t.Setenv("GOOGLE_GEMINI_BASE_URL", "http://203.0.113.7")
 	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "true")
 

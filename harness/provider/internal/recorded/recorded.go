@@ -39,22 +39,29 @@ func Files() []string {
 	return out
 }
 
-// importedDir is where the module keeps the recordings, converted to go-vcr
-// cassettes by `dageval cassette import` (pydantic-ai, MIT; the licence is
-// in the directory above).
-const importedDir = "cassettes/thirdparty/pydantic-ai/imported"
+// Projects keep their recordings, converted to go-vcr cassettes by
+// `dageval cassette import`, in cassettes/thirdparty/<project>/imported;
+// each project's licence is in the directory above. Load and Dir read
+// pydantic-ai's (MIT), the first imported.
+const (
+	thirdPartyDir = "cassettes/thirdparty"
+	pydanticAI    = "pydantic-ai"
+)
 
-// Dir returns the directory of the recordings. It is found from the working
-// directory, which go test sets to the package under test, by walking up to
-// the module root.
-func Dir() (string, error) {
+// Dir returns the directory of pydantic-ai's recordings (see ProjectDir).
+func Dir() (string, error) { return ProjectDir(pydanticAI) }
+
+// ProjectDir returns the directory of one project's imported recordings,
+// e.g. "llm-gemini". It is found from the working directory, which go test
+// sets to the package under test, by walking up to the module root.
+func ProjectDir(project string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, filepath.FromSlash(importedDir)), nil
+			return filepath.Join(dir, filepath.FromSlash(thirdPartyDir), project, "imported"), nil
 		}
 		if filepath.Dir(dir) == dir {
 			return "", fmt.Errorf("recorded: no go.mod above %s", wd)
@@ -105,9 +112,13 @@ type goVCRFile struct {
 	} `yaml:"interactions"`
 }
 
-// Load reads one recording by its name under Dir.
-func Load(name string) (*Cassette, error) {
-	dir, err := Dir()
+// Load reads one of pydantic-ai's recordings by its name under Dir.
+func Load(name string) (*Cassette, error) { return LoadProject(pydanticAI, name) }
+
+// LoadProject reads one recording of a project by its name under
+// ProjectDir(project).
+func LoadProject(project, name string) (*Cassette, error) {
+	dir, err := ProjectDir(project)
 	if err != nil {
 		return nil, err
 	}
@@ -141,9 +152,12 @@ func Load(name string) (*Cassette, error) {
 }
 
 // MustLoad is Load for tests.
-func MustLoad(t testing.TB, name string) *Cassette {
+func MustLoad(t testing.TB, name string) *Cassette { return MustLoadProject(t, pydanticAI, name) }
+
+// MustLoadProject is LoadProject for tests.
+func MustLoadProject(t testing.TB, project, name string) *Cassette {
 	t.Helper()
-	c, err := Load(name)
+	c, err := LoadProject(project, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +165,8 @@ func MustLoad(t testing.TB, name string) *Cassette {
 }
 
 // BaseURL is the API root of the recording's first request with the
-// endpoint removed: "" for .../v1/messages, "/v1" for .../v1/chat/completions.
+// endpoint removed: "" for .../v1/messages, "/v1" for .../v1/chat/completions,
+// "" for Gemini's /v1beta/models/{model}:generateContent.
 func (c *Cassette) BaseURL() string {
 	if len(c.Interactions) == 0 {
 		return ""
@@ -162,13 +177,27 @@ func (c *Cassette) BaseURL() string {
 			return strings.TrimSuffix(p, suffix)
 		}
 	}
+	if i := strings.Index(p, "/v1beta/models/"); i >= 0 {
+		return p[:i]
+	}
 	return p
+}
+
+// route is the path a request is served on. Gemini's whole and streamed
+// forms of one call share a route, as in replay (fakes/cassette.RoutePath):
+// the adapter reads either shape whichever way it calls.
+func route(path string) string {
+	if rest, ok := strings.CutSuffix(path, ":streamGenerateContent"); ok {
+		return rest + ":generateContent"
+	}
+	return path
 }
 
 // Request is a request the test server received.
 type Request struct {
 	Method string
 	Path   string
+	Query  string
 	Header http.Header
 	Body   []byte
 }
@@ -211,7 +240,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	idx := s.next
 	s.next++
-	s.received = append(s.received, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.received = append(s.received, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 	s.mu.Unlock()
 	if idx >= len(s.cassette.Interactions) {
 		s.t.Errorf("%s: unexpected request %d (%s %s): the recording has only %d", s.cassette.Name, idx, r.Method, r.URL.Path, len(s.cassette.Interactions))
@@ -219,7 +248,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := s.cassette.Interactions[idx]
-	if r.Method != in.Method || r.URL.Path != in.URL.Path {
+	if r.Method != in.Method || route(r.URL.Path) != route(in.URL.Path) {
 		s.t.Errorf("%s: request %d is %s %s, recorded %s %s", s.cassette.Name, idx, r.Method, r.URL.Path, in.Method, in.URL.Path)
 		http.Error(w, "request does not match the recording", http.StatusTeapot)
 		return
