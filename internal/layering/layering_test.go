@@ -53,7 +53,7 @@ var allowed = []struct {
 var leaves = []string{"internal/fileutil", "internal/procgroup", "internal/yamlx"}
 
 // sdkPrefixes may only be imported under harness/provider/.
-var sdkPrefixes = []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go"}
+var sdkPrefixes = []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go", "google.golang.org/genai"}
 
 type pkg struct {
 	ImportPath string

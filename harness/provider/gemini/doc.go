@@ -6,9 +6,10 @@
 //     name, as Deep Agents users write it) both resolve here; Gemini's
 //     OpenAI-compatible endpoint stays available as gemini-openai:.
 //   - The key goes in x-goog-api-key, never in a key= query parameter, so
-//     it cannot end up in a logged or recorded URL. The SDK never reads
+//     it cannot end up in a logged or recorded URL. The SDK never uses
 //     GEMINI_API_KEY, GOOGLE_API_KEY or GOOGLE_GEMINI_BASE_URL itself:
-//     provider.Config decides, as for every adapter.
+//     provider.Config decides, as for every adapter. (The SDK still logs a
+//     warning when both key variables are set, though it uses neither.)
 //   - Thought signatures are kept in thinking blocks ("gemini:<sig>" for a
 //     text or thought part, "gemini-call:<id>:<sig>" for a function call)
 //     and sent back on the part they came with; Gemini 3 rejects a history
