@@ -82,7 +82,7 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 	e.Body = r.canon.Indent(body)
 
 	route := cassette.RoutePath(req.URL.Path)
-	sameRoute := func(x *entry) bool { return x.method == req.Method && x.path == route }
+	sameRoute := func(x *entry) bool { return x.method == req.Method && x.route == route }
 	laneOK := func(x *entry) bool { return x.lane == lane || x.lane == "" }
 	tiers := []struct {
 		pick    func(*entry) bool

@@ -265,7 +265,8 @@ type entry struct {
 	index    int // position in the loaded file; -1 for new recordings
 	lane     string
 	method   string
-	path     string
+	path     string // as recorded, for messages
+	route    string // what requests match (cassette.RoutePath)
 	query    string
 	key      string
 	keyDone  bool
@@ -391,7 +392,7 @@ func plural(n int, noun string) string {
 func newEntry(it *vcr.Interaction, index int) *entry {
 	e := &entry{it: it, index: index, method: it.Request.Method, lane: it.Request.Headers.Get(cassette.LaneHeader)}
 	if u, err := url.Parse(it.Request.URL); err == nil {
-		e.path = cassette.RoutePath(u.Path)
+		e.path, e.route = u.Path, cassette.RoutePath(u.Path)
 		e.query = cassette.MatchQuery(u)
 	}
 	return e
@@ -587,7 +588,7 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 	keyed := false
 	route := cassette.RoutePath(req.URL.Path)
 	for _, e := range r.entries {
-		if e.used || (e.lane != lane && e.lane != "") || e.method != req.Method || e.path != route {
+		if e.used || (e.lane != lane && e.lane != "") || e.method != req.Method || e.route != route {
 			continue
 		}
 		if r.match == cassette.MatchBody {
