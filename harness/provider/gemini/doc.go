@@ -38,4 +38,8 @@
 //     whichever way the call was made, so a recording replays through
 //     Generate and Stream. The SDK's automatic continuation is off: retries
 //     and their recording belong to provider.RetryPolicy.
+//   - Each answer reports its latency (llm.Response.Latency) as the other
+//     adapters do: the recorded duration and time to the first event that
+//     a recorder announces (provider.DurationHeader, FirstEventHeader) when
+//     replaying, the clock's when live.
 package gemini

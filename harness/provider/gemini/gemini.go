@@ -96,13 +96,14 @@ func (m *Model) Config() provider.Config { return m.cfg.Clone() }
 
 // begin starts one attempt: it resolves the credential (failing before any
 // request when a live call has no key) and hands it to the wire layer
-// through the attempt's context, with a fresh error capture.
-func (m *Model) begin(ctx context.Context) (context.Context, *call, error) {
+// through the attempt's context, with a fresh capture of the exchange
+// (stream says whether the call asks for an event stream).
+func (m *Model) begin(ctx context.Context, stream bool) (context.Context, *call, error) {
 	header, value, err := m.cfg.Credentials()
 	if err != nil {
 		return nil, nil, err
 	}
-	c := &call{header: header, value: value, capture: &provider.Capture{}}
+	c := &call{header: header, value: value, capture: &provider.Capture{Stream: stream}}
 	return context.WithValue(ctx, callKey{}, c), c, nil
 }
 
@@ -113,7 +114,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		return nil, err
 	}
 	return provider.Do(ctx, m.cfg, func(ctx context.Context) (*llm.Response, error) {
-		ctx, c, err := m.begin(ctx)
+		ctx, c, err := m.begin(ctx, false)
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +128,7 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 		if err != nil {
 			return nil, m.cfg.BadResponse(err)
 		}
+		out.Latency = c.capture.Latency(m.cfg.Replay)
 		return out, nil
 	})
 }
@@ -152,7 +154,7 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 // streamOnce runs one streaming attempt. emit returns false when the
 // consumer stopped; streamOnce then returns at once.
 func (m *Model) streamOnce(ctx context.Context, contents []*genai.Content, config *genai.GenerateContentConfig, nMessages int, emit func(llm.Chunk) bool) (*llm.Response, error) {
-	ctx, c, err := m.begin(ctx)
+	ctx, c, err := m.begin(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +178,7 @@ func (m *Model) streamOnce(ctx context.Context, contents []*genai.Content, confi
 	if err != nil {
 		return nil, m.cfg.BadResponse(err)
 	}
+	out.Latency = c.capture.Latency(m.cfg.Replay)
 	return out, nil
 }
 

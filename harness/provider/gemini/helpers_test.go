@@ -8,8 +8,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/gemini"
 	"github.com/dageval/dageval/harness/provider/internal/providertest"
@@ -110,3 +112,26 @@ func newModel(t *testing.T, base string, mutate ...func(*provider.Config)) *gemi
 const okAnswer = `{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4},"modelVersion":"gemini-2.5-flash","responseId":"r-ok"}`
 
 func newModelErr(cfg provider.Config) (*gemini.Model, error) { return gemini.New(cfg) }
+
+// untimed checks the clock's latency on a live answer (a first event only
+// when it was streamed) and returns the response without it, for
+// comparing answers.
+func untimed(t *testing.T, r *llm.Response, streamed bool) *llm.Response {
+	t.Helper()
+	if r == nil {
+		return nil
+	}
+	if assert.NotNil(t, r.Latency, "a live call is timed") {
+		assert.False(t, r.Latency.Recorded)
+		assert.Positive(t, r.Latency.Duration)
+		if streamed {
+			assert.Positive(t, r.Latency.FirstEvent)
+			assert.LessOrEqual(t, r.Latency.FirstEvent, r.Latency.Duration)
+		} else {
+			assert.Zero(t, r.Latency.FirstEvent)
+		}
+	}
+	out := *r
+	out.Latency = nil
+	return &out
+}

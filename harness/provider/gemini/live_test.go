@@ -116,7 +116,7 @@ func TestWholeAndStreamedAnswersAreEqual(t *testing.T) {
 	require.NoError(t, err)
 	s := collect(t, newModel(t, b.URL), userRequest("Weather?"))
 	require.NoError(t, s.Err)
-	assert.Equal(t, whole, s.Final)
+	assert.Equal(t, untimed(t, whole, false), untimed(t, s.Final, true))
 	assert.Greater(t, len(s.Chunks), 4, "text arrives in pieces")
 	assert.Equal(t, llm.StopToolUse, whole.StopReason)
 	assert.Len(t, whole.Message.ToolCalls, 2)

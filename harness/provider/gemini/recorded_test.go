@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -267,4 +269,36 @@ func TestAgentLoopReplaysThoughtSummaries(t *testing.T) {
 	call := modelParts[0].(map[string]any)
 	assert.Equal(t, map[string]any{"name": "pelican_name_generator"}, call["functionCall"], "no made-up id goes back")
 	assert.True(t, strings.HasPrefix(call["thoughtSignature"].(string), "ClgBEU0yD8z3"), "the call's signature goes back with it")
+}
+
+// TestReplayReportsTheRecordedLatency: a replayed answer reports the
+// duration and first event a recorder announces (provider.DurationHeader,
+// provider.FirstEventHeader), not the replay's own clock, whichever shape
+// it was recorded in and whichever way it is read; an answer recorded
+// without a duration has unknown latency.
+func TestReplayReportsTheRecordedLatency(t *testing.T) {
+	chunks := sseOf([]string{`{"candidates":[{"content":{"parts":[{"text":"ok"}],"role":"model"},"finishReason":"STOP"}],"responseId":"r"}`})
+	for _, tc := range []struct {
+		recorded answer
+		want     *llm.Latency
+	}{
+		{answer{200, "text/event-stream", chunks, http.Header{provider.DurationHeader: {"1.5s"}, provider.FirstEventHeader: {"300ms"}}},
+			&llm.Latency{Duration: 1500 * time.Millisecond, FirstEvent: 300 * time.Millisecond, Recorded: true}},
+		{answer{200, "application/json", okAnswer, http.Header{provider.DurationHeader: {"800ms"}}},
+			&llm.Latency{Duration: 800 * time.Millisecond, Recorded: true}},
+	} {
+		a := tc.recorded
+		srv := newWireServer(t, a, a)
+		m := replayModel(t, srv.URL, "gemini-2.5-flash")
+		got, err := m.Generate(context.Background(), userRequest("x"))
+		require.NoError(t, err, a.contentType)
+		assert.Equal(t, tc.want, got.Latency, "Generate, recorded as %s", a.contentType)
+		s := collect(t, m, userRequest("x"))
+		require.NoError(t, s.Err, a.contentType)
+		assert.Equal(t, tc.want, s.Final.Latency, "Stream, recorded as %s", a.contentType)
+	}
+	srv := newWireServer(t, answer{200, "application/json", okAnswer, http.Header{provider.DurationHeader: {"unknown"}}})
+	got, err := replayModel(t, srv.URL, "gemini-2.5-flash").Generate(context.Background(), userRequest("x"))
+	require.NoError(t, err)
+	assert.Nil(t, got.Latency, "no recorded duration: unknown, not the replay's")
 }

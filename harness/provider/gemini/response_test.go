@@ -128,6 +128,7 @@ func TestAnswerShapesDecodeAlike(t *testing.T) {
 			check := func(label string, got *llm.Response, err error) {
 				t.Helper()
 				require.NoError(t, err, label)
+				got = untimed(t, got, strings.HasPrefix(label, "stream"))
 				want := fixIDs(t, tc.want, got)
 				assert.Equal(t, want, *got, label)
 				var gotIDs []string

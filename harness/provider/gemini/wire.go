@@ -36,7 +36,8 @@ type call struct {
 // recorder sits). It puts the configured credential in place of the
 // SDK's placeholder key, keeps the recording machine's Go version out of
 // the telemetry headers, captures error answers for classification, and
-// gives the SDK each answer in the shape it asked for: Gemini streams as
+// times each exchange (provider.Capture, which also reads the recorded
+// latency a recorder announces), and gives the SDK each answer in the shape it asked for: Gemini streams as
 // server-sent events with alt=sse and as one JSON array without it, and a
 // replayed recording may hold either shape (or a whole answer) whichever
 // way the agent calls now.
@@ -65,19 +66,26 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	resp, err := next.RoundTrip(out)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		if err := reshape(resp, isStreamPath(out.URL.Path)); err != nil {
+	send := func(req *http.Request) (*http.Response, error) {
+		resp, err := next.RoundTrip(req)
+		if err != nil {
 			return nil, err
 		}
-	}
-	if c == nil || resp.StatusCode < 400 {
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			if err := reshape(resp, isStreamPath(req.URL.Path)); err != nil {
+				return nil, err
+			}
+		}
 		return resp, nil
 	}
-	return c.capture.Middleware(out, func(*http.Request) (*http.Response, error) { return resp, nil })
+	if c == nil {
+		return send(out)
+	}
+	// The capture times the exchange from here and sees the answer
+	// reshaped, so it is always in the framing the call asked for: it
+	// keeps error answers, the recorder's duration and first-event
+	// headers, and when the first streamed bytes arrive.
+	return c.capture.Middleware(out, send)
 }
 
 // goVersion matches the "gl-go/go1.26.8" token of the SDK's telemetry
