@@ -64,10 +64,18 @@ func GeminiCall(path string) (model string, stream, ok bool) {
 	return rest[i+len("/models/"):], stream, true
 }
 
-// RoutePath is the path a request is matched on. Gemini's whole and
-// streamed answers to one request are different methods of one route,
-// because replay decodes an answer by how it was recorded, not by how it
-// is asked for: a streamed recording answers a whole call and the reverse.
+// RoutePath is the path a request is matched on in order (MatchOrder),
+// where Gemini's whole and streamed forms of one call are one route:
+// replay decodes an answer by how it was recorded, not by how it is asked
+// for, so in order a streamed recording answers a whole call and the
+// reverse, as it does for the providers that ask for a stream in the body.
+//
+// Matched by body (MatchBody), the path is matched as it is: Gemini asks
+// for a stream in the path (:streamGenerateContent) where the others set
+// "stream" in the body, and a body match tells a streamed call from a
+// whole one for every provider alike. Turning a suite's `stream:` off or
+// on then misses, with a message saying so (fakes/recorder), instead of
+// replaying a recording of the other kind of call.
 func RoutePath(path string) string {
 	if strings.HasSuffix(path, geminiStream) {
 		return strings.TrimSuffix(path, geminiStream) + geminiGenerate
@@ -75,8 +83,10 @@ func RoutePath(path string) string {
 	return path
 }
 
-// routeQuery drops what RoutePath already makes equal: Gemini's alt=sse
-// asks for the streamed shape of the same answer.
+// routeQuery drops Gemini's alt=sse from the query a body match compares:
+// it asks for the streamed answer as server-sent events rather than a JSON
+// array, a shape replay reads either way, while whether the call streams
+// at all is in the path.
 func routeQuery(u *url.URL, q url.Values) {
 	if APIOf(u.Path) == APIGemini {
 		q.Del("alt")

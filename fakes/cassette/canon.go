@@ -46,7 +46,8 @@ func (c *Canon) Indent(body []byte) string { return prettyBody(body, c.paths) }
 
 // MatchQuery is the query string requests are matched on: sorted, without
 // credentials (which are redacted in the cassette) and without Gemini's
-// alt=sse (see RoutePath).
+// alt=sse (the streamed shape, which replay reads either way; see
+// RoutePath).
 func MatchQuery(u *url.URL) string {
 	if u.RawQuery == "" {
 		return ""

@@ -117,7 +117,10 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 		e.Summary = tier.summary
 		if r.match == cassette.MatchBody {
 			if rec, now, only := r.onlyStreamDiffers([]byte(best.it.Request.Body), body); only {
-				e.Summary = strings.TrimSpace(e.Summary + " " + streamHint(best.index, rec, now))
+				e.Summary = strings.TrimSpace(e.Summary + " " + streamHint(best.index, rec, now, ""))
+			} else if rec, now, only := r.onlyGeminiStreamDiffers(best, req.URL.Path, body); only {
+				where := fmt.Sprintf("Gemini asks for a stream in the path: the recording called %s, this run calls %s.", geminiMethod(rec), geminiMethod(now))
+				e.Summary = strings.TrimSpace(e.Summary + " " + streamHint(best.index, rec, now, where))
 			}
 		}
 		e.Nearest = best.index
@@ -185,12 +188,35 @@ func (r *Recorder) onlyStreamDiffers(recorded, request []byte) (recStream, reqSt
 	return recStream, reqStream, ok1 && ok2 && recStream != reqStream && a == b
 }
 
+// onlyGeminiStreamDiffers reports whether a Gemini request differs from a
+// recorded one only in whether it streams, which Gemini says in the path
+// (:streamGenerateContent or :generateContent), and what each asked.
+func (r *Recorder) onlyGeminiStreamDiffers(x *entry, path string, body []byte) (recStream, reqStream, only bool) {
+	recModel, recStream, ok1 := cassette.GeminiCall(x.path)
+	reqModel, reqStream, ok2 := cassette.GeminiCall(path)
+	if !ok1 || !ok2 || recModel != reqModel || recStream == reqStream || x.route != cassette.RoutePath(path) {
+		return false, false, false
+	}
+	return recStream, reqStream, r.canon.Key([]byte(x.it.Request.Body)) == r.canon.Key(body)
+}
+
+func geminiMethod(stream bool) string {
+	if stream {
+		return ":streamGenerateContent"
+	}
+	return ":generateContent"
+}
+
 // streamHint tells the user that the run calls the model differently from
-// how it was recorded, and how to make them agree.
-func streamHint(index int, recorded, now bool) string {
+// how it was recorded, and how to make them agree; where, if not "", says
+// where the request tells them apart.
+func streamHint(index int, recorded, now bool, where string) string {
 	how := map[bool]string{true: "streamed", false: "not streamed"}
-	return fmt.Sprintf("The request differs from recorded interaction %d only in `stream`: the recording was %s (stream: %v) and this run's call is %s (stream: %v). "+
+	if where != "" {
+		where += " "
+	}
+	return fmt.Sprintf("The request differs from recorded interaction %d only in `stream`: the recording was %s (stream: %v) and this run's call is %s (stream: %v). %s"+
 		"Call the model the way it was recorded: set `stream: %v` on the model in the suite's models list (models: [{spec: provider:model, stream: %v}]), on the profile, or at the top of the suite; "+
 		"or re-record with DAGEVAL_RECORD=1, or replay in order (match: order), which ignores request bodies.",
-		index, how[recorded], recorded, how[now], now, recorded, recorded)
+		index, how[recorded], recorded, how[now], now, where, recorded, recorded)
 }

@@ -208,7 +208,10 @@ func ResolveModeOver(requested, fallback Mode, getenv func(string) string) (mode
 // matching interactions are handed out in recorded order and each once.
 //
 // The match mode is the one the cassette declares (dageval.match, body by
-// default) unless WithMatch overrides it. A saved request carries its lane
+// default) unless WithMatch overrides it. Matched by body, a streamed and
+// a whole call are different requests for every provider, and a miss
+// that differs only so says it; in order they share a route and each
+// answer is decoded as recorded (see cassette.RoutePath). A saved request carries its lane
 // in the cassette.LaneHeader header; interactions are grouped by lane on save.
 //
 // Before an exchange is kept, it is redacted (cassette.Redact); when saving,
@@ -265,8 +268,8 @@ type entry struct {
 	index    int // position in the loaded file; -1 for new recordings
 	lane     string
 	method   string
-	path     string // as recorded, for messages
-	route    string // what requests match (cassette.RoutePath)
+	path     string // as recorded: what requests match by body
+	route    string // what requests match in order (cassette.RoutePath)
 	query    string
 	key      string
 	keyDone  bool
@@ -592,7 +595,10 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 			continue
 		}
 		if r.match == cassette.MatchBody {
-			if e.query != cassette.MatchQuery(req.URL) {
+			// The exact path: Gemini's whole and streamed calls differ
+			// only there, and by body they are told apart as the other
+			// providers' are by their "stream" field (see cassette.RoutePath).
+			if e.path != req.URL.Path || e.query != cassette.MatchQuery(req.URL) {
 				continue
 			}
 			if e.it.Request.Body != string(body) { // compared in place, without copying either side

@@ -828,8 +828,10 @@ func TestRecorderKeepsLatency(t *testing.T) {
 
 // TestRecorderKeepsGeminiKeysOut: Gemini takes its key in x-goog-api-key
 // or a key= query parameter; neither reaches the cassette, a key echoed
-// back is refused, and the redacted recording still replays, streamed or
-// not, with alt=sse or without.
+// back is refused, and the redacted recording still replays: by body to a
+// streamed call (with alt=sse or without: the shape is not the request),
+// and in order to a whole call too; by body a whole call misses, saying
+// that only the stream differs, as it does where the stream is in the body.
 func TestRecorderKeepsGeminiKeysOut(t *testing.T) {
 	const key = "AIzaSyD-geminiKeyForTheRecorderTest0123"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -849,15 +851,36 @@ func TestRecorderKeepsGeminiKeysOut(t *testing.T) {
 	assert.NotContains(t, string(data), key)
 	assert.NotContains(t, string(data), "AIza")
 
-	// Replayed by a whole call (:generateContent, no alt=sse) and a
-	// streamed one: both are the same route.
+	const (
+		whole    = "/v1beta/models/gemini-2.5-flash:generateContent"
+		streamed = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+	)
 	rep, err := recorder.New(path, recorder.WithGetenv(noEnv))
 	require.NoError(t, err)
-	r := posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+"/v1beta/models/gemini-2.5-flash:generateContent", body)
+	_, err = posttest.Post(t, context.Background(), rep.Client(), srv.URL+whole, body)
+	var miss *recorder.MissError
+	require.ErrorAs(t, err, &miss)
+	for _, want := range []string{
+		"only in `stream`: the recording was streamed (stream: true) and this run's call is not streamed (stream: false)",
+		"Gemini asks for a stream in the path: the recording called :streamGenerateContent, this run calls :generateContent.",
+		"set `stream: true` on the model",
+	} {
+		assert.Contains(t, miss.Summary, want)
+	}
+	r := posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+streamed, body)
 	assert.Contains(t, r.Body, `"text":"ok"`)
-	r = posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+"/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", body)
+	r = posttest.MustPost(t, context.Background(), rep.Client(), srv.URL+streamed+"?alt=sse", body)
 	assert.Contains(t, r.Body, `"text":"ok"`)
 	assert.Empty(t, rep.Unplayed())
+
+	// In order, a whole call is answered with the streamed recording.
+	ordered, err := recorder.New(path, recorder.WithGetenv(noEnv), recorder.WithMatch(cassette.MatchOrder))
+	require.NoError(t, err)
+	r = posttest.MustPost(t, context.Background(), ordered.Client(), srv.URL+whole, body)
+	assert.Contains(t, r.Body, `"text":"ok"`)
+	r = posttest.MustPost(t, context.Background(), ordered.Client(), srv.URL+streamed+"?alt=sse", body)
+	assert.Contains(t, r.Body, `"text":"ok"`)
+	assert.Empty(t, ordered.Unplayed())
 
 	// A server that echoes the key: the cassette is not written.
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

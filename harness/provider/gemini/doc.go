@@ -42,4 +42,9 @@
 //     adapters do: the recorded duration and time to the first event that
 //     a recorder announces (provider.DurationHeader, FirstEventHeader) when
 //     replaying, the clock's when live.
+//   - Gemini asks for a stream in the path (:streamGenerateContent, with
+//     alt=sse), not in the body. A cassette matched by body therefore tells
+//     a streamed call from a whole one by its path, as it tells them apart
+//     by "stream" for the other providers, and misses saying so; matched
+//     in order the two are one route (fakes/cassette.RoutePath).
 package gemini

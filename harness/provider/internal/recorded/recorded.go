@@ -183,9 +183,10 @@ func (c *Cassette) BaseURL() string {
 	return p
 }
 
-// route is the path a request is served on. Gemini's whole and streamed
-// forms of one call share a route, as in replay (fakes/cassette.RoutePath):
-// the adapter reads either shape whichever way it calls.
+// route is the path a request is served on. The server answers in
+// recorded order, and Gemini's whole and streamed forms of one call share
+// a route, as in a replay in order (fakes/cassette.RoutePath): the adapter
+// reads either shape whichever way it calls.
 func route(path string) string {
 	if rest, ok := strings.CutSuffix(path, ":streamGenerateContent"); ok {
 		return rest + ":generateContent"
