@@ -127,16 +127,23 @@ func (r *chatResult) add(c *chatChunk, emit func(llm.Chunk) bool) bool {
 				r.calls = append(r.calls, &chatCall{})
 			}
 			call := r.calls[idx]
-			if tc.ID != "" {
-				call.id = tc.ID
+			id, name := tc.ID, tc.Function.Name
+			if id != "" && id == call.id && name == call.name {
+				// Some servers (Novita behind OpenRouter) repeat the
+				// call's id and whole name on every delta; only its first
+				// delta has them, so the rest adds arguments only.
+				id, name = "", ""
 			}
-			call.name += tc.Function.Name
+			if id != "" {
+				call.id = id
+			}
+			call.name += name
 			call.args.WriteString(tc.Function.Arguments)
 			if sig := tc.ExtraContent.signature(); sig != "" {
 				call.signature = sig
 			}
-			if tc.ID != "" || tc.Function.Name != "" || tc.Function.Arguments != "" {
-				if !emit(llm.Chunk{ToolCallDelta: &llm.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, ArgsDelta: tc.Function.Arguments}}) {
+			if id != "" || name != "" || tc.Function.Arguments != "" {
+				if !emit(llm.Chunk{ToolCallDelta: &llm.ToolCallDelta{Index: idx, ID: id, Name: name, ArgsDelta: tc.Function.Arguments}}) {
 					return false
 				}
 			}

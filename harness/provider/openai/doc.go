@@ -34,7 +34,9 @@
 //     warning (llm.Response.Warnings) and an inferred stop reason; one that
 //     ends without [DONE] was cut off and is a connection error. An answer
 //     without usage (a stream without its usage chunk) has unknown usage
-//     (llm.UnknownUsage), not zero.
+//     (llm.UnknownUsage), not zero. A tool-call delta that repeats the
+//     call's id and whole name (Novita behind OpenRouter does, on every
+//     delta) adds only its arguments; the name is not doubled.
 //   - Event streams are read with encoding/json into the few fields used;
 //     the SDK sends every request and decodes every whole answer, including
 //     the final Responses object of a stream.

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -274,4 +275,34 @@ func TestCredentialsAndHeaders(t *testing.T) {
 	}).Generate(context.Background(), userRequest("hi"))
 	require.NoError(t, err)
 	assert.Empty(t, s.Requests()[1].Header.Get("Authorization"))
+}
+
+// TestChatStreamThatRepeatsTheCallsHead: a server that sends the call's id
+// and whole name again with every delta (Novita behind OpenRouter, as
+// recorded by LLM) gives one call with its name once, from Stream and from
+// Generate reading the stream, and deltas that add up to it.
+func TestChatStreamThatRepeatsTheCallsHead(t *testing.T) {
+	call := func(args string) string {
+		return `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"kimi-k2","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"0","type":"function","function":{"name":"llm_version","arguments":"` + args + `"}}]},"finish_reason":null}]}` + "\n\n"
+	}
+	stream := sse(call(""), call(`{\"a\":`), call(`1}`), `data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"kimi-k2","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`+"\n\n", chunkDone)
+	var h harness
+	s := newScript(t, stream, stream)
+	got := collect(t, h.model(t, s.URL), userRequest("hi"))
+	require.NoError(t, got.Err)
+	require.Len(t, got.Final.Message.ToolCalls, 1)
+	assert.Equal(t, llm.ToolCall{ID: "0", Name: "llm_version", Args: json.RawMessage(`{"a":1}`)}, got.Final.Message.ToolCalls[0])
+	var name, args strings.Builder
+	for _, c := range got.Chunks {
+		if d := c.ToolCallDelta; d != nil {
+			name.WriteString(d.Name)
+			args.WriteString(d.ArgsDelta)
+		}
+	}
+	assert.Equal(t, "llm_version", name.String())
+	assert.Equal(t, `{"a":1}`, args.String())
+
+	whole, err := h.model(t, s.URL).Generate(context.Background(), userRequest("hi"))
+	require.NoError(t, err)
+	assert.Equal(t, got.Final.Message.ToolCalls, whole.Message.ToolCalls)
 }
