@@ -537,6 +537,12 @@ func (e *Exec) run(ctx context.Context, name string, args json.RawMessage) tool.
 	procgroup.Set(cmd)
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		// The command succeeded and only an I/O copy outlived it by
+		// WaitDelay (a child holding a pipe, or a starved machine): its
+		// output is complete, so the call is not a failure.
+		err = nil
+	}
 	out := strings.TrimRight(stdout.String(), "\n")
 	switch {
 	case ctx.Err() == context.DeadlineExceeded:
