@@ -198,7 +198,7 @@ func BenchmarkReplayAgentRun(b *testing.B) {
 		// A replayed run's garbage is short-lived and its live heap small,
 		// so at GOGC=100 the collector runs every few runs and takes a
 		// quarter of the CPU; the dageval command raises the target (see
-		// cmd/dageval/gc.go). GOGC set in the environment wins here too.
+		// cli/gc.go). GOGC set in the environment wins here too.
 		b.Run(bc.name+"-parallel-gogc400", func(b *testing.B) {
 			if os.Getenv("GOGC") != "" {
 				b.Skip("GOGC is set in the environment")

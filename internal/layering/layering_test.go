@@ -13,7 +13,7 @@ const module = "github.com/dageval/dageval"
 
 // allowed maps a package (or a prefix ending in "/") to the module packages it
 // may import. The order mirrors DESIGN.md: llm ← tool ← agent ←
-// backend/middleware/profile ← harness ← fakes/rubrics ← evals ← reports ← cmd.
+// backend/middleware/profile ← harness ← fakes/rubrics ← evals ← reports ← cli ← cmd.
 var allowed = []struct {
 	pkg     string
 	imports []string
@@ -44,6 +44,8 @@ var allowed = []struct {
 	{"evals/", []string{"harness", "harness/", "fakes", "fakes/", "rubrics", "evals", "evals/"}},
 	{"evals", []string{"harness", "harness/", "fakes", "fakes/", "rubrics"}},
 	{"reports", []string{"harness", "harness/", "fakes", "fakes/", "rubrics", "evals", "evals/"}},
+	// The CLI as a library may use everything below it; only commands use it.
+	{"cli", []string{"harness", "harness/", "fakes", "fakes/", "rubrics", "evals", "evals/", "reports"}},
 	{"cmd/", []string{""}},
 	{"internal/", []string{""}},
 }
@@ -152,6 +154,11 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"evals/examples/quickstart", "reports", false},
 		{"reports", "evals", true},
 		{"cmd/dageval", "reports", true},
+		{"cmd/dageval", "cli", true},
+		{"cli", "reports", true},
+		{"reports", "cli", false},
+		{"evals", "cli", false},
+		{"harness", "cli", false},
 		{"harness/provider/anthropic", "harness/agent", false},
 		{"harness/checkpoint", "harness/agent", true},
 		{"harness/checkpoint", "harness/middleware", false},

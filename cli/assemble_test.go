@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -12,11 +12,11 @@ import (
 )
 
 const (
-	researcher      = "../../evals/examples/agents/researcher.yaml"
-	researcherTerse = "../../evals/examples/agents/researcher-terse.yaml"
-	terseProfile    = "../../evals/examples/profiles/terse.yaml"
-	noSummarization = "../../evals/examples/profiles/no-summarization.yaml"
-	coder           = "../../evals/examples/agents/coder.yaml"
+	researcher      = "../evals/examples/agents/researcher.yaml"
+	researcherTerse = "../evals/examples/agents/researcher-terse.yaml"
+	terseProfile    = "../evals/examples/profiles/terse.yaml"
+	noSummarization = "../evals/examples/profiles/no-summarization.yaml"
+	coder           = "../evals/examples/agents/coder.yaml"
 )
 
 // noKeys removes every provider key from the environment: assembling must
@@ -112,7 +112,7 @@ func TestAssemble(t *testing.T) {
 	}
 
 	t.Run("a local shell workspace leaves no machine path in the output", func(t *testing.T) {
-		repo, err := filepath.Abs("../..")
+		repo, err := filepath.Abs("..")
 		require.NoError(t, err)
 		code, out, errOut := runCLI(t, "assemble", "--agent", coder)
 		require.Equal(t, 0, code, errOut)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -216,7 +216,7 @@ func TestCassetteShowWireQuirks(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			for _, format := range []string{"text", "json"} {
-				code, stdout, stderr := runCLI(t, "cassette", "show", "--format", format, filepath.Join("..", "..", "cassettes", "quirks", name))
+				code, stdout, stderr := runCLI(t, "cassette", "show", "--format", format, filepath.Join("..", "cassettes", "quirks", name))
 				require.Equal(t, 0, code, "stderr:\n%s", stderr)
 				snaps.MatchSnapshot(t, stdout)
 			}
@@ -233,7 +233,7 @@ func TestCassetteShowGeminiGolden(t *testing.T) {
 		"crewai/imported/llms/google/test_google_async_streaming_returns_usage_metrics.yaml",
 	} {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join("..", "..", "cassettes", "thirdparty", filepath.FromSlash(name))
+			path := filepath.Join("..", "cassettes", "thirdparty", filepath.FromSlash(name))
 			for _, format := range []string{"text", "json"} {
 				code, stdout, stderr := runCLI(t, "cassette", "show", "--format", format, path)
 				require.Equal(t, 0, code, "stderr:\n%s", stderr)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func writeFiles(t *testing.T, files map[string]string) string {
 
 func TestRunQuickstart(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := runCLI(t, "run", "../../evals/examples/quickstart/suite.yaml", "--out", out)
+	code, stdout, stderr := runCLI(t, "run", "../evals/examples/quickstart/suite.yaml", "--out", out)
 	require.Equal(t, 0, code, "stderr:\n%s", stderr)
 	for _, s := range []string{
 		"suite quickstart (replay mode)",
@@ -58,7 +58,7 @@ func TestRunQuickstart(t *testing.T) {
 	assert.Contains(t, string(md), "| `anthropic:claude-sonnet-4-6` | baseline | 100.0% |")
 
 	out2 := t.TempDir()
-	code, stdout, _ = runCLI(t, "run", "../../evals/examples/quickstart/suite.yaml", "--out", out2, "--filter", "case=paris-weather profile=terse", "--epochs", "1", "--format", "md,json,junit,html")
+	code, stdout, _ = runCLI(t, "run", "../evals/examples/quickstart/suite.yaml", "--out", out2, "--filter", "case=paris-weather profile=terse", "--epochs", "1", "--format", "md,json,junit,html")
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, "**PASSED: 2 of 2 cells passed")
 	for _, f := range []string{"report.json", "report.junit.xml", "report.html"} {
@@ -271,7 +271,7 @@ func TestMalformedSuites(t *testing.T) {
 }
 
 func TestValidateQuickstart(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "validate", "../../evals/examples/quickstart/suite.yaml")
+	code, stdout, stderr := runCLI(t, "validate", "../evals/examples/quickstart/suite.yaml")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "valid: 7 cases × 2 models × 2 profiles, 32 cells")
 }
@@ -281,7 +281,7 @@ func TestRunIsInterruptible(t *testing.T) {
 	cancel()
 	var out, errb bytes.Buffer
 	e := &env{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), getenv: func(string) string { return "" }}
-	code := runMain(ctx, e, []string{"run", "../../evals/examples/quickstart/suite.yaml", "--out", t.TempDir()})
+	code := runMain(ctx, e, []string{"run", "../evals/examples/quickstart/suite.yaml", "--out", t.TempDir()})
 	assert.Equal(t, 2, code, errb.String())
 	assert.Contains(t, errb.String(), "interrupted: 0 of 32 cells finished")
 }
@@ -309,7 +309,7 @@ epochs: 3
 func TestRunCannotWriteItsOutput(t *testing.T) {
 	notADir := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(notADir, []byte("x"), 0o644))
-	code, _, stderr := runCLI(t, "run", "../../evals/examples/quickstart/suite.yaml", "--out", notADir)
+	code, _, stderr := runCLI(t, "run", "../evals/examples/quickstart/suite.yaml", "--out", notADir)
 	assert.Equal(t, 2, code, stderr)
 	assert.Contains(t, stderr, "output directory")
 }
@@ -378,7 +378,7 @@ func TestRunHonoursDAGEVALRecord(t *testing.T) {
 // reported none), latency and warnings.
 func TestRunThirdPartyRecordings(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, stderr := runCLIEnv(t, func(string) string { return "" }, "run", "../../evals/examples/thirdparty/suite.yaml", "--out", out)
+	code, stdout, stderr := runCLIEnv(t, func(string) string { return "" }, "run", "../evals/examples/thirdparty/suite.yaml", "--out", out)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stdout, "PASSED: 12 of 12 cells passed")
 	data, err := os.ReadFile(filepath.Join(out, evals.ResultsFile))

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io/fs"
@@ -18,7 +18,7 @@ import (
 // test can change its profiles the way a pull request would.
 func copyQuickstart(t *testing.T) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "evals", "examples", "quickstart")
+	src := filepath.Join("..", "evals", "examples", "quickstart")
 	dst := t.TempDir()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

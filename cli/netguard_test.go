@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "snaps.Clean:", err)
 		code = 1
 	case dirty && code == 0:
-		fmt.Fprintln(os.Stderr, "obsolete snapshots: run UPDATE_SNAPS=clean go test ./cmd/dageval")
+		fmt.Fprintln(os.Stderr, "obsolete snapshots: run UPDATE_SNAPS=clean go test ./cli")
 		code = 1
 	}
 	os.Exit(netguard.Code(code))

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // The shipped workflow, which teams copy: its logic is tested here by
 // running its step scripts as GitHub Actions would (bash -eo pipefail),
 // with the dageval binary, go and the runner's files replaced.
-const workflowFile = "../../.github/workflows/dageval.yml"
+const workflowFile = "../.github/workflows/dageval.yml"
 
 type workflowStep struct {
 	Name string            `yaml:"name"`
@@ -70,7 +70,7 @@ func TestWorkflowLints(t *testing.T) {
 	wf, err := filepath.Abs(workflowFile)
 	require.NoError(t, err)
 	cmd := exec.Command(goTool, "run", ".", wf)
-	cmd.Dir = filepath.Join("..", "..", "internal", "workflowlint")
+	cmd.Dir = filepath.Join("..", "internal", "workflowlint")
 	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly", "GOWORK=off")
 	out, err := cmd.CombinedOutput()
 	if err != nil && bytes.Contains(out, []byte("GOPROXY=off")) {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/dageval/dageval/rubrics"
 )
 
-const fixtureRun = "../../reports/testdata/run"
+const fixtureRun = "../reports/testdata/run"
 
 func TestReportCommand(t *testing.T) {
 	code, out, errOut := runCLI(t, "report", fixtureRun)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const thirdParty = "../../cassettes/thirdparty/pydantic-ai"
+const thirdParty = "../cassettes/thirdparty/pydantic-ai"
 
 func runCLIEnv(t *testing.T, getenv func(string) string, args ...string) (int, string, string) {
 	t.Helper()

@@ -1,5 +1,5 @@
-// Command dageval assembles deep agents, replays and grades their runs, and gates changes in CI.
-package main
+// Package cli is the dageval command line as a library, so that a program can run every subcommand with its own Go code.
+package cli
 
 import (
 	"context"
@@ -58,11 +58,12 @@ func usageError(format string, args ...any) error {
 	return &exitError{code: exitBad, msg: fmt.Sprintf(format, args...)}
 }
 
-func main() {
+// Main runs the dageval command line given args (without the program's
+// name) and returns the exit code; an interrupt cancels the command.
+func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := runMain(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}, os.Args[1:])
-	stop()
-	os.Exit(code)
+	defer stop()
+	return runMain(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}, args)
 }
 
 // runMain dispatches to a subcommand and maps its error to an exit code.
