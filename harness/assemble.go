@@ -95,7 +95,7 @@ func New(cfg Config) (*Agent, error) {
 	if b.backend == nil {
 		b.backend = backend.NewState()
 	}
-	if b.cfg.Middleware, err = buildDeferred(cfg.Middleware, DeferredEnv{Model: b.model, Backend: b.backend, Catalog: b.catalog}); err != nil {
+	if b.cfg.Middleware, err = buildDeferred(cfg.Middleware, DeferredEnv{Model: b.model, Backend: b.backend, Catalog: b.catalog, Profile: b.prof, Resolve: b.resolveModel}); err != nil {
 		return nil, fmt.Errorf("harness: %w", err)
 	}
 	permInterrupts, err := interruptsFromPermissions(cfg.Permissions)

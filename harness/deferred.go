@@ -9,6 +9,7 @@ import (
 	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/profile"
 )
 
 // Deferred is caller middleware that can only be built once the assembly
@@ -21,12 +22,17 @@ type Deferred struct {
 }
 
 // DeferredEnv is what the assembly knows when it builds a Deferred for a
-// stack: the stack's model and backend, and the model facts of the
-// assembly (Config.Catalog, or the default catalog).
+// stack: the stack's model, backend and harness profile, the model facts
+// of the assembly (Config.Catalog, or the default catalog), and how it
+// resolves model specs (Config.ResolveModel, or the built-in providers), so
+// that a middleware naming a model of its own (a grader, a summariser)
+// reaches it the way the agent's models are reached.
 type DeferredEnv struct {
 	Model   llm.ChatModel
 	Backend backend.Backend
 	Catalog *catalog.Catalog
+	Profile *profile.HarnessProfile
+	Resolve func(spec string) (llm.ChatModel, error)
 }
 
 // NewDeferred returns middleware named name that New builds with build.

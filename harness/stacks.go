@@ -72,7 +72,7 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	if mws, err = matcher.Filter(mws); err != nil {
 		return middleware.SubAgent{}, err
 	}
-	custom, err := buildDeferred(spec.Middleware, DeferredEnv{Model: model, Backend: b.backend, Catalog: b.catalog})
+	custom, err := buildDeferred(spec.Middleware, DeferredEnv{Model: model, Backend: b.backend, Catalog: b.catalog, Profile: prof, Resolve: b.resolveModel})
 	if err != nil {
 		return middleware.SubAgent{}, err
 	}

@@ -1,6 +1,7 @@
 package agentfile
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +49,10 @@ type Options struct {
 	// Catalog is the catalog the declarations extend (catalog.Default()
 	// when nil).
 	Catalog *catalog.Catalog
+	// Registrations resolve the middleware, Go tools, subagents and
+	// providers a File built in Go names; a file read with (*Registry).Load
+	// uses the registry it was read with.
+	Registrations *Registry
 }
 
 // Config turns the agent file into the harness.Config that harness.New
@@ -70,14 +75,19 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 		return harness.Config{}, err
 	}
 	cfg.Catalog = cat
+	reg := af.registry(opts)
 	if cfg.ResolveModel == nil {
-		if err := af.checkProviders(opts.Model != ""); err != nil {
+		if err := af.checkProviders(opts.Model != "", reg); err != nil {
 			return harness.Config{}, err
 		}
 	}
-	if cfg.ResolveModel == nil && len(af.Providers) > 0 {
-		// The file's own providers (e.g. "local:model-a") join the built-in ones.
+	if cfg.ResolveModel == nil && (len(af.Providers) > 0 || len(reg.Providers()) > 0) {
+		// Registered providers and the file's own (e.g. "local:model-a")
+		// join the built-in ones; the file's win.
 		models := builtin.NewResolver(provider.Config{})
+		if err := models.SetEntries(reg.providerEntries()); err != nil {
+			return harness.Config{}, err
+		}
 		for _, name := range slices.Sorted(maps.Keys(af.Providers)) {
 			if err := models.SetEntry(name, af.Providers[name].Entry()); err != nil {
 				return harness.Config{}, fmt.Errorf("%s: providers.%s: %w", af.Path, name, err)
@@ -87,10 +97,16 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 	}
 	bind := opts.Bind
 	if bind == nil {
-		bind = declaredOnly
+		bind = goOrDeclared
 	}
 	byName := map[string]tool.Tool{}
-	for _, d := range af.Tools {
+	for i, d := range af.Tools {
+		if d.Go != "" && d.impl == nil {
+			// A File built in Go names its Go tools without having read them.
+			if err := d.resolveGo(reg); err != nil {
+				return harness.Config{}, af.errorf(fmt.Sprintf("tools[%d].go", i), "%v", err)
+			}
+		}
 		t, err := bind(d)
 		if err != nil {
 			return harness.Config{}, fmt.Errorf("%s: tool %s: %w", af.Path, d.Name, err)
@@ -107,14 +123,26 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 	cfg.InterruptOn = interruptOn(af.InterruptOn)
 	cfg.Permissions = permissions(af.Permissions)
 	for i, md := range af.Middleware {
-		m, err := af.buildMiddleware(fmt.Sprintf("middleware[%d]", i), md)
+		m, err := af.buildMiddleware(fmt.Sprintf("middleware[%d]", i), md, reg, af.Permissions)
 		if err != nil {
 			return harness.Config{}, err
 		}
 		cfg.Middleware = append(cfg.Middleware, m)
 	}
-	cfg.Middleware = append(cfg.Middleware, opts.Middleware...)
+	cfg.Middleware = withCallers(cfg.Middleware, opts.Middleware)
+	resolve := cfg.ResolveModel
+	if resolve == nil {
+		resolve = harness.ModelResolver(opts.Registry, nil)
+	}
 	for i, sd := range af.SubAgents {
+		if sd.Compiled != "" {
+			spec, err := af.compiled(i, sd, reg, SubAgentEnv{ModelSpec: cmp.Or(cfg.ModelSpec, harness.DefaultModelSpec), ResolveModel: resolve})
+			if err != nil {
+				return harness.Config{}, err
+			}
+			cfg.SubAgents = append(cfg.SubAgents, spec)
+			continue
+		}
 		spec := harness.SubAgentSpec{
 			Name: sd.Name, Description: sd.Description, SystemPrompt: sd.SystemPrompt,
 			ModelSpec: sd.Model, Skills: sd.Skills, GraphID: sd.GraphID, URL: sd.URL, Headers: sd.Headers,
@@ -137,8 +165,12 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 				spec.Permissions = []middleware.Permission{}
 			}
 		}
+		perms := af.Permissions
+		if sd.Permissions != nil {
+			perms = *sd.Permissions
+		}
 		for j, md := range sd.Middleware {
-			m, err := af.buildMiddleware(fmt.Sprintf("subagents[%d].middleware[%d]", i, j), md)
+			m, err := af.buildMiddleware(fmt.Sprintf("subagents[%d].middleware[%d]", i, j), md, reg, perms)
 			if err != nil {
 				return harness.Config{}, err
 			}
@@ -174,6 +206,63 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 	}
 	cfg.Profile = prof
 	return cfg, nil
+}
+
+// registry is what the file's Go names resolve against.
+func (af *File) registry(opts Options) *Registry {
+	if af.reg != nil {
+		return af.reg
+	}
+	return opts.Registrations
+}
+
+// buildMiddleware builds one instance of the middleware a declaration at
+// key names.
+func (af *File) buildMiddleware(key string, d Middleware, reg *Registry, perms []Permission) (agent.Middleware, error) {
+	b, err := af.middlewareBuilder(key, d, reg)
+	if err != nil {
+		return nil, err
+	}
+	m, err := b(buildContext{name: d.Name, perms: perms})
+	if err != nil {
+		return nil, af.errorf(key+".options", "%s: %v", d.Name, err)
+	}
+	return m, nil
+}
+
+// withCallers adds the caller's middleware to the file's; one named like a
+// file's middleware replaces it (the runner's rubric grader replaces a
+// RubricMiddleware the file declares).
+func withCallers(own, callers []agent.Middleware) []agent.Middleware {
+	out := slices.Clone(own)
+	for _, c := range callers {
+		i := slices.IndexFunc(out, func(m agent.Middleware) bool { return m.Name() == c.Name() })
+		if i >= 0 {
+			out[i] = c
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// compiled builds the subagent that declaration i names in Go.
+func (af *File) compiled(i int, sd SubAgent, reg *Registry, env SubAgentEnv) (harness.SubAgentSpec, error) {
+	key := fmt.Sprintf("subagents[%d]", i)
+	f, ok := reg.subagent(sd.Compiled)
+	if !ok {
+		return harness.SubAgentSpec{}, af.errorf(key+".compiled", "no subagent is registered as %q (%s)", sd.Compiled, registered(reg.SubAgents()))
+	}
+	spec, err := f(env)
+	if err != nil {
+		return harness.SubAgentSpec{}, af.errorf(key+".compiled", "subagent %s: %v", sd.Compiled, err)
+	}
+	spec.Name = cmp.Or(sd.Name, spec.Name, sd.Compiled)
+	spec.Description = cmp.Or(sd.Description, spec.Description)
+	if spec.Description == "" {
+		return harness.SubAgentSpec{}, af.errorf(key, "subagent %s needs a description (the model chooses subagents by it): give one in the file or in Go", spec.Name)
+	}
+	return spec, nil
 }
 
 // Catalog is the model catalog the agent runs with: opts.Catalog (or the
@@ -266,6 +355,15 @@ func (d *ResponseFormat) format() (*agent.ResponseFormat, error) {
 }
 
 func toolSchema(raw json.RawMessage) (*tool.Schema, error) { return tool.ParseSchema(raw) }
+
+// goOrDeclared is the behaviour of a tool when nothing binds it: the Go
+// tool it names, else none.
+func goOrDeclared(d Tool) (tool.Tool, error) {
+	if d.impl != nil {
+		return d.impl, nil
+	}
+	return declaredOnly(d)
+}
 
 // declaredOnly is the behaviour of a declared tool when nothing binds it.
 func declaredOnly(d Tool) (tool.Tool, error) {

@@ -62,5 +62,5 @@ profile:
 	// researcher anthropic:claude-sonnet-4-6
 	// [FilesystemMiddleware SubAgentMiddleware SummarizationMiddleware PatchToolCallsMiddleware TodoListMiddleware AnthropicPromptCachingMiddleware _ToolExclusionMiddleware]
 	// [ls read_file write_file edit_file glob grep task write_todos web_search]
-	// agent.yaml:2:5: middleware[0].name: unknown middleware "Bogus" (known: AnthropicPromptCachingMiddleware, PatchToolCallsMiddleware, SummarizationMiddleware, SummarizationToolMiddleware, TodoListMiddleware)
+	// agent.yaml:2:5: middleware[0].name: unknown middleware "Bogus" (built in: AnthropicPromptCachingMiddleware, FilesystemMiddleware, HumanInTheLoopMiddleware, MemoryMiddleware, PatchToolCallsMiddleware, RubricMiddleware, SkillsMiddleware, SummarizationMiddleware, SummarizationToolMiddleware, TodoListMiddleware; none is registered)
 }

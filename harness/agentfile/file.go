@@ -1,6 +1,7 @@
 package agentfile
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/tool"
 	"github.com/dageval/dageval/internal/yamlx"
 )
 
@@ -59,6 +61,8 @@ type File struct {
 	key string
 	// overrides locate the top-level keys an override replaced (Override).
 	overrides map[string]location
+	// reg is the registry the file was read with (nil: built-ins only).
+	reg *Registry
 }
 
 // location is where a part of an agent was written.
@@ -106,15 +110,29 @@ func (p *SystemPrompt) UnmarshalYAML(n ast.Node) error {
 
 // Tool declares a tool the model can see. How it behaves at run time is
 // decided by whoever runs the agent (a mock or a command in an eval suite, a
-// Go function registered by name).
+// Go function registered by name), unless Go names a tool registered on the
+// Registry the file was read with: that tool is then the declaration's
+// behaviour, and its name, description and schema fill in the declaration
+// (the file may rename it or give another description, not a schema).
 type Tool struct {
 	Name        string         `yaml:"name"`
 	Description string         `yaml:"description"`
 	Parameters  map[string]any `yaml:"parameters"`
+	Go          string         `yaml:"go"`
+
+	// impl is the registered tool Go names, as declared.
+	impl tool.Tool
 }
 
-// SubAgent is a declarative subagent, or an async one (graph_id, url).
+// Impl is the Go tool the declaration names (with the declaration's name
+// and description), or nil for a tool that is only declared.
+func (t Tool) Impl() tool.Tool { return t.impl }
+
+// SubAgent is a declarative subagent, an async one (graph_id, url), or
+// one built in Go (compiled: the name it is registered under; the file may
+// rename it and give its description).
 type SubAgent struct {
+	Compiled     string `yaml:"compiled"`
 	Name         string `yaml:"name"`
 	Description  string `yaml:"description"`
 	SystemPrompt string `yaml:"system_prompt"`
@@ -176,10 +194,14 @@ type Permission struct {
 	Mode       string   `yaml:"mode"`
 }
 
-// Middleware adds a built-in middleware by name, with options.
+// Middleware adds a middleware by name, with options: a built-in one or
+// one registered on the Registry the file is read with.
 type Middleware struct {
 	Name    string         `yaml:"name"`
 	Options map[string]any `yaml:"options"`
+
+	// build is prepared from the options when the file is read.
+	build builder
 }
 
 // Profile is a profile file path or an inline profile.
@@ -298,23 +320,20 @@ func Load(path string) (*File, error) {
 // Parse parses an agent file's bytes; path names it in errors and anchors its
 // relative paths.
 func Parse(path string, data []byte) (*File, error) {
-	return ParseEmbedded(path, data, "")
+	return (*Registry)(nil).ParseEmbedded(path, data, "")
 }
 
 // ParseEmbedded parses the agent at key of a YAML document ("" for the whole
 // document), such as the inline `agent:` of a suite file; errors name the
 // document's path, lines and keys, e.g. "suite.yaml:4:5: agent.tools[0].name".
 func ParseEmbedded(path string, data []byte, key string) (*File, error) {
-	doc, err := yamlx.Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	return decode(doc, key)
+	return (*Registry)(nil).ParseEmbedded(path, data, key)
 }
 
-// decode decodes and validates the agent at key of a parsed document.
-func decode(doc *yamlx.Doc, key string) (*File, error) {
-	af, err := decodeRaw(doc, key)
+// decode decodes and validates the agent at key of a parsed document,
+// resolving what it names in Go against reg.
+func decode(doc *yamlx.Doc, key string, reg *Registry) (*File, error) {
+	af, err := decodeRaw(doc, key, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -325,8 +344,8 @@ func decode(doc *yamlx.Doc, key string) (*File, error) {
 }
 
 // decodeRaw decodes the agent at key without validating it.
-func decodeRaw(doc *yamlx.Doc, key string) (*File, error) {
-	af := &File{Path: doc.File}
+func decodeRaw(doc *yamlx.Doc, key string, reg *Registry) (*File, error) {
+	af := &File{Path: doc.File, reg: reg}
 	if err := doc.DecodeNode(doc.Node(key), af); err != nil {
 		return nil, err
 	}
@@ -344,7 +363,13 @@ func (af *File) validate() error {
 		}
 	}
 	declared := map[string]bool{}
-	for i, t := range af.Tools {
+	for i := range af.Tools {
+		if af.Tools[i].Go != "" && af.Tools[i].impl == nil {
+			if err := af.Tools[i].resolveGo(af.reg); err != nil {
+				return af.errorf(fmt.Sprintf("tools[%d].go", i), "%v", err)
+			}
+		}
+		t := af.Tools[i]
 		if t.Name == "" {
 			return af.errorf(fmt.Sprintf("tools[%d].name", i), "a tool needs a name")
 		}
@@ -352,7 +377,7 @@ func (af *File) validate() error {
 			return af.errorf(fmt.Sprintf("tools[%d].name", i), "tool %q is declared twice", t.Name)
 		}
 		declared[t.Name] = true
-		if t.Parameters != nil {
+		if t.Parameters != nil && t.impl == nil {
 			raw, _ := json.Marshal(t.Parameters)
 			if _, err := toolSchema(raw); err != nil {
 				return af.errorf(fmt.Sprintf("tools[%d].parameters", i), "%v", err)
@@ -360,8 +385,14 @@ func (af *File) validate() error {
 		}
 	}
 	seen := map[string]bool{}
-	for i, s := range af.SubAgents {
+	for i := range af.SubAgents {
 		p := fmt.Sprintf("subagents[%d]", i)
+		if af.SubAgents[i].Compiled != "" {
+			if err := af.checkCompiled(i); err != nil {
+				return err
+			}
+		}
+		s := af.SubAgents[i]
 		if s.Name == "" {
 			return af.errorf(p, "a subagent needs a name")
 		}
@@ -369,6 +400,9 @@ func (af *File) validate() error {
 			return af.errorf(p+".name", "subagent %q is declared twice", s.Name)
 		}
 		seen[s.Name] = true
+		if s.Compiled != "" {
+			continue
+		}
 		if s.Description == "" {
 			return af.errorf(p, "subagent %q needs a description (the model chooses subagents by it)", s.Name)
 		}
@@ -389,15 +423,25 @@ func (af *File) validate() error {
 		}
 	}
 	for i, m := range af.Middleware {
-		if _, err := af.buildMiddleware(fmt.Sprintf("middleware[%d]", i), m); err != nil {
+		if m.build != nil {
+			continue // prepared before an override kept it
+		}
+		b, err := af.middlewareBuilder(fmt.Sprintf("middleware[%d]", i), m, af.reg)
+		if err != nil {
 			return err
 		}
+		af.Middleware[i].build = b
 	}
 	for i, sd := range af.SubAgents {
 		for j, m := range sd.Middleware {
-			if _, err := af.buildMiddleware(fmt.Sprintf("subagents[%d].middleware[%d]", i, j), m); err != nil {
+			if m.build != nil {
+				continue
+			}
+			b, err := af.middlewareBuilder(fmt.Sprintf("subagents[%d].middleware[%d]", i, j), m, af.reg)
+			if err != nil {
 				return err
 			}
+			af.SubAgents[i].Middleware[j].build = b
 		}
 	}
 	if af.Backend != nil {
@@ -483,9 +527,12 @@ func checkModelInfo(errf func(key, format string, args ...any) error, key string
 // checkProviders reports model specs whose provider neither the built-in
 // providers nor the file's `providers` know. It runs only when the file's
 // models are resolved the default way (a caller's resolver may know more).
-func (af *File) checkProviders(modelOverridden bool) error {
+func (af *File) checkProviders(modelOverridden bool, reg *Registry) error {
 	known := map[string]bool{}
 	for _, n := range provider.BuiltinNames() {
+		known[n] = true
+	}
+	for _, n := range reg.Providers() {
 		known[n] = true
 	}
 	for n := range af.Providers {
@@ -510,6 +557,63 @@ func (af *File) checkProviders(modelOverridden bool) error {
 		if err := check(fmt.Sprintf("subagents[%d].model", i), sd.Model); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// resolveGo finds the registered tool a declaration names and fills the
+// declaration in from it.
+func (t *Tool) resolveGo(reg *Registry) error {
+	gt, ok := reg.Tool(t.Go)
+	if !ok {
+		return fmt.Errorf("no Go tool is registered as %q (%s)", t.Go, registered(reg.Tools()))
+	}
+	if t.Parameters != nil {
+		return fmt.Errorf("tool %s: the parameters of a Go tool come from Go; leave parameters out", t.Go)
+	}
+	spec := gt.Spec()
+	if t.Name == "" {
+		t.Name = spec.Name
+	}
+	if t.Description == "" {
+		t.Description = spec.Description
+	}
+	if len(spec.Parameters) > 0 {
+		if err := json.Unmarshal(spec.Parameters, &t.Parameters); err != nil {
+			return fmt.Errorf("tool %s: its schema: %w", t.Go, err)
+		}
+	}
+	t.impl = gt
+	if t.Name != spec.Name || t.Description != spec.Description {
+		renamed := spec
+		renamed.Name, renamed.Description = t.Name, t.Description
+		t.impl = &tool.Func{ToolSpec: renamed, Fn: gt.Call}
+	}
+	return nil
+}
+
+// checkCompiled checks subagent i, built in Go: it is registered, and the
+// file sets nothing that only a declarative subagent has.
+func (af *File) checkCompiled(i int) error {
+	s := &af.SubAgents[i]
+	p := fmt.Sprintf("subagents[%d]", i)
+	if _, ok := af.reg.subagent(s.Compiled); !ok {
+		return af.errorf(p+".compiled", "no subagent is registered as %q (%s)", s.Compiled, registered(af.reg.SubAgents()))
+	}
+	for _, f := range []struct {
+		key string
+		set bool
+	}{
+		{"system_prompt", s.SystemPrompt != ""}, {"model", s.Model != ""}, {"tools", s.Tools != nil}, {"skills", s.Skills != nil},
+		{"interrupt_on", s.InterruptOn != nil}, {"permissions", s.Permissions != nil}, {"middleware", s.Middleware != nil},
+		{"response_format", s.ResponseFormat != nil}, {"graph_id", s.GraphID != ""}, {"url", s.URL != ""}, {"headers", s.Headers != nil},
+	} {
+		if f.set {
+			return af.errorf(p+"."+f.key, "subagent %s is built in Go (compiled: %s); its %s comes from there", cmp.Or(s.Name, s.Compiled), s.Compiled, f.key)
+		}
+	}
+	if s.Name == "" {
+		s.Name = s.Compiled
 	}
 	return nil
 }

@@ -26,9 +26,9 @@ func TestParseErrors(t *testing.T) {
 		{"unknown key", "name: x\nnmae: y\n", `agent.yaml:2:1: nmae: unknown key "nmae"`},
 		{"wrong type", "name: x\ntools: 5\n", "agent.yaml:2:8: tools: int was used where sequence is expected"},
 		{"wrong type in a list", "skills: notalist\n", "agent.yaml:1:9: skills: string was used where sequence is expected"},
-		{"unknown middleware", "middleware:\n  - name: Bogus\n", `agent.yaml:2:5: middleware[0].name: unknown middleware "Bogus" (known: AnthropicPromptCachingMiddleware, PatchToolCallsMiddleware, SummarizationMiddleware, SummarizationToolMiddleware, TodoListMiddleware)`},
+		{"unknown middleware", "middleware:\n  - name: Bogus\n", `agent.yaml:2:5: middleware[0].name: unknown middleware "Bogus" (built in: AnthropicPromptCachingMiddleware, FilesystemMiddleware, HumanInTheLoopMiddleware, MemoryMiddleware, PatchToolCallsMiddleware, RubricMiddleware, SkillsMiddleware, SummarizationMiddleware, SummarizationToolMiddleware, TodoListMiddleware; none is registered)`},
 		{"unknown subagent middleware", "subagents:\n  - name: a\n    description: d\n    system_prompt: p\n    middleware:\n      - name: Nope\n", `agent.yaml:6:9: subagents[0].middleware[0].name: unknown middleware "Nope"`},
-		{"bad middleware options", "middleware:\n  - name: SummarizationMiddleware\n    options: {trigger: {foo: 1}}\n", `agent.yaml:3:5: middleware[0].options: SummarizationMiddleware: trigger: options: json: unknown field "foo"`},
+		{"bad middleware options", "middleware:\n  - name: SummarizationMiddleware\n    options: {trigger: {foo: 1}}\n", `agent.yaml:3:25: middleware[0].options.trigger.foo: unknown key "foo"`},
 		{"subagent without description", "subagents:\n  - name: a\n    system_prompt: p\n", `agent.yaml:2:5: subagents[0]: subagent "a" needs a description`},
 		{"subagent without prompt", "subagents:\n  - name: a\n    description: d\n", `agent.yaml:2:5: subagents[0]: subagent "a" needs a system_prompt (or a graph_id for an async subagent)`},
 		{"subagent declared twice", "subagents:\n  - {name: a, description: d, system_prompt: p}\n  - {name: a, description: d, system_prompt: p}\n", `subagents[1].name: subagent "a" is declared twice`},
@@ -171,11 +171,11 @@ func TestConfigUnknownMiddleware(t *testing.T) {
 		want string
 	}{
 		{"main", agentfile.File{Path: "agent.yaml", Middleware: []agentfile.Middleware{{Name: "Bogus"}}},
-			`agent.yaml: middleware[0].name: unknown middleware "Bogus" (known: AnthropicPromptCachingMiddleware, PatchToolCallsMiddleware, SummarizationMiddleware, SummarizationToolMiddleware, TodoListMiddleware)`},
+			`agent.yaml: middleware[0].name: unknown middleware "Bogus" (built in: AnthropicPromptCachingMiddleware, FilesystemMiddleware, HumanInTheLoopMiddleware, MemoryMiddleware, PatchToolCallsMiddleware, RubricMiddleware, SkillsMiddleware, SummarizationMiddleware, SummarizationToolMiddleware, TodoListMiddleware; none is registered)`},
 		{"subagent", agentfile.File{Path: "agent.yaml", SubAgents: []agentfile.SubAgent{{Name: "a", Description: "d", SystemPrompt: "p", Middleware: []agentfile.Middleware{{Name: "Nope"}}}}},
-			`agent.yaml: subagents[0].middleware[0].name: unknown middleware "Nope" (known: AnthropicPromptCachingMiddleware,`},
+			`agent.yaml: subagents[0].middleware[0].name: unknown middleware "Nope" (built in: AnthropicPromptCachingMiddleware,`},
 		{"options", agentfile.File{Path: "agent.yaml", Middleware: []agentfile.Middleware{{Name: middleware.TodoListName, Options: map[string]any{"bogus": 1}}}},
-			`agent.yaml: middleware[0].options: TodoListMiddleware: options: json: unknown field "bogus"`},
+			`agent.yaml: middleware[0].options.bogus: unknown key "bogus"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 // file for the others. Relative paths resolve against the file that wrote
 // them. The receiver is not changed.
 func (af *File) Override(doc *yamlx.Doc, key string) (*File, error) {
-	over, err := decodeRaw(doc, key)
+	over, err := decodeRaw(doc, key, af.reg)
 	if err != nil {
 		return nil, err
 	}
