@@ -51,7 +51,7 @@ cases:
 		`profiles/broken.yaml:1:17: excluded_tools: must be a list of strings, got a string`,
 		`suite.yaml:4:39: models[1]: model anthropic:claude-sonnet-4-6 is listed twice`,
 		`suite.yaml:8:1: epochs: epochs must be at least 1, got 0`,
-		`suite.yaml:9:23: tools.get_weather.go: no Go tool is registered as "weather_impl" (none is registered; register one with evals.RegisterTool or a Registry; the dageval command has none)`,
+		`suite.yaml:9:23: tools.get_weather.go: no Go tool is registered as "weather_impl" (none is registered; register one on an evals.Registry, or with cli.WithTool in a program built on cli.Main)`,
 		`suite.yaml:13:13: cases[2].input: the input is empty`,
 		`suite.yaml:14:32: cases[3].tools.get_wether: the agent declares no tool "get_wether"; did you mean get_weather? (declared tools: get_weather)`,
 	}, lines)

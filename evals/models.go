@@ -12,10 +12,17 @@ import (
 	"github.com/dageval/dageval/harness/provider/builtin"
 )
 
-// providerEntries merges the agent file's providers and the suite's over
-// the built-in ones (later wins).
+// providerEntries merges the registered providers, the agent file's and
+// the suite's over the built-in ones (later wins).
 func (s *Suite) providerEntries() map[string]provider.Entry {
 	out := map[string]provider.Entry{}
+	reg := s.reg
+	if reg == nil {
+		reg = global
+	}
+	for _, name := range reg.Providers() {
+		out[name], _ = reg.files.Provider(name)
+	}
 	if af := s.Agent.Spec; af != nil {
 		for name, d := range af.Providers {
 			out[name] = d.Entry()

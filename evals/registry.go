@@ -10,48 +10,100 @@ import (
 
 	"github.com/goccy/go-yaml/ast"
 
+	"github.com/dageval/dageval/harness/agentfile"
+	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/tool"
 	"github.com/dageval/dageval/internal/yamlx"
 	"github.com/dageval/dageval/rubrics"
 )
 
-// Registry holds the Go code a suite file can name: agent factories
-// (agent: {factory: name}), tools ({go: name}) and checks (- name: {…}). A
-// suite loaded with (*Registry).Load sees its registrations when it is
-// validated and run, so a program passes them explicitly — one registry
-// per binary or per test — instead of through package state. Registrations
-// made with RegisterTool and RegisterAgent remain visible to every suite.
+// Registry holds the Go code a suite file and its agent file can name:
+// agent factories (agent: {factory: name}), tools ({go: name} in the
+// suite or the agent file), checks (- name: {…}), and, for the agent file,
+// middleware, compiled subagents and provider entries (see
+// agentfile.Registry). A suite loaded with (*Registry).Load sees its
+// registrations when it is validated and run, so a program passes them
+// explicitly — one registry per binary or per test — instead of through
+// package state. Registrations made with RegisterTool and RegisterAgent
+// remain visible to every suite.
 //
 // A Registry is safe for concurrent use. Adding a name twice, an empty
-// name, or a check named like a built-in one panics: those are programming
-// errors, found the first time the program runs.
+// name, or a check or middleware named like a built-in one panics: those
+// are programming errors, found the first time the program runs.
 type Registry struct {
 	mu     sync.RWMutex
-	tools  map[string]tool.Tool
 	agents map[string]AgentFactory
 	checks map[string]CheckDef
+	// files holds what agent files name: tools, middleware, subagents and
+	// providers.
+	files *agentfile.Registry
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{tools: map[string]tool.Tool{}, agents: map[string]AgentFactory{}, checks: map[string]CheckDef{}}
+	return &Registry{agents: map[string]AgentFactory{}, checks: map[string]CheckDef{}, files: agentfile.NewRegistry()}
 }
 
 // global holds what RegisterTool and RegisterAgent add.
 var global = NewRegistry()
 
-// AddTool makes a Go tool available under name (see RegisterTool).
+// AddTool makes a Go tool available under name, to a suite's tool
+// behaviours ({go: name}, see RegisterTool) and to its agent file
+// (tools: [{go: name}]).
 func (r *Registry) AddTool(name string, t tool.Tool) *Registry {
 	if name == "" || t == nil {
 		panic("evals: AddTool needs a name and a tool")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.tools[name]; dup {
+	if _, dup := r.files.Tool(name); dup {
 		panic("evals: a tool named " + name + " is already registered")
 	}
-	r.tools[name] = t
+	r.files.AddTool(name, t)
 	return r
+}
+
+// AddMiddleware makes middleware available to the suite's agent file
+// under name (see agentfile.NewMiddleware).
+func (r *Registry) AddMiddleware(name string, d agentfile.MiddlewareDef) *Registry {
+	r.files.AddMiddleware(name, d)
+	return r
+}
+
+// AddSubAgent makes a subagent built in Go available to the suite's agent
+// file under name (subagents: [{compiled: name}]). It is built for every
+// cell with the cell's model resolver, so its calls are recorded and
+// replayed with the rest of the cell's.
+func (r *Registry) AddSubAgent(name string, f agentfile.SubAgentFactory) *Registry {
+	r.files.AddSubAgent(name, f)
+	return r
+}
+
+// AddProvider makes model specs "name:model" resolve through the entry in
+// the suite's models, grader and agent (the suite's and the agent file's
+// providers of the same name win).
+func (r *Registry) AddProvider(name string, e provider.Entry) *Registry {
+	r.files.AddProvider(name, e)
+	return r
+}
+
+// AgentFiles is the registry agent files are read with: the tools,
+// middleware, subagents and providers added here, and the tools added
+// with RegisterTool.
+func (r *Registry) AgentFiles() *agentfile.Registry {
+	var own *agentfile.Registry
+	if r != nil {
+		own = r.files
+	}
+	out := own.Clone()
+	if r == global {
+		return out
+	}
+	for _, name := range global.files.Tools() {
+		if _, taken := out.Tool(name); !taken {
+			t, _ := global.files.Tool(name)
+			out.AddTool(name, t)
+		}
+	}
+	return out
 }
 
 // AddAgent makes an agent factory available under name (see RegisterAgent).
@@ -86,10 +138,32 @@ func (r *Registry) AddCheck(name string, c CheckDef) *Registry {
 	return r
 }
 
-// Tools, Agents and Checks list the registered names, sorted, for messages
-// about a name that is not registered.
+// Tools, Agents, Checks, Middleware, SubAgents and Providers list the
+// registered names, sorted, for messages about a name that is not
+// registered.
 func (r *Registry) Tools() []string {
-	return r.names(func() []string { return slices.Collect(maps.Keys(r.tools)) })
+	if r == nil {
+		return nil
+	}
+	return r.files.Tools()
+}
+func (r *Registry) Middleware() []string {
+	if r == nil {
+		return nil
+	}
+	return r.files.Middleware()
+}
+func (r *Registry) SubAgents() []string {
+	if r == nil {
+		return nil
+	}
+	return r.files.SubAgents()
+}
+func (r *Registry) Providers() []string {
+	if r == nil {
+		return nil
+	}
+	return r.files.Providers()
 }
 func (r *Registry) Agents() []string {
 	return r.names(func() []string { return slices.Collect(maps.Keys(r.agents)) })
@@ -113,10 +187,7 @@ func (r *Registry) tool(name string) (tool.Tool, bool) {
 	if r == nil {
 		return nil, false
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	t, ok := r.tools[name]
-	return t, ok
+	return r.files.Tool(name)
 }
 
 func (r *Registry) agent(name string) (AgentFactory, bool) {

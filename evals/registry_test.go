@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/tool"
 	"github.com/dageval/dageval/rubrics"
 )
@@ -133,10 +138,103 @@ func TestRegistryToolsAndAgents(t *testing.T) {
 	s, err = evals.NewRegistry().AddTool("calendar", clockTool(t)).Load(path)
 	require.NoError(t, err)
 	err = s.Validate(t.Context(), evals.Options{})
-	assert.ErrorContains(t, err, `tools.now.go: no Go tool is registered as "clock" (registered: calendar; register one with evals.RegisterTool or a Registry`)
+	assert.ErrorContains(t, err, `tools.now.go: no Go tool is registered as "clock" (registered: calendar; register one on an evals.Registry, or with cli.WithTool in a program built on cli.Main)`)
 }
 
 func clockTool(t *testing.T) tool.Tool {
 	t.Helper()
 	return tool.Must(tool.New("clock", "The time.", func(context.Context, struct{}) (string, error) { return "12:00", nil }))
+}
+
+// systemRecorder notes every system prompt a model is sent.
+type systemRecorder struct {
+	llm.ChatModel
+	mu      sync.Mutex
+	systems []string
+}
+
+func (r *systemRecorder) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	var sb strings.Builder
+	for _, b := range req.System {
+		sb.WriteString(b.Text)
+	}
+	r.mu.Lock()
+	r.systems = append(r.systems, sb.String())
+	r.mu.Unlock()
+	return r.ChatModel.Generate(ctx, req)
+}
+
+type orderArgs struct {
+	Order string `json:"order"`
+}
+
+type noteOpts struct {
+	Line string `yaml:"line"`
+}
+
+// noteMiddleware adds a line to every system prompt.
+type noteMiddleware struct {
+	agent.Base
+	line string
+}
+
+func (*noteMiddleware) Name() string { return "NoteMiddleware" }
+
+func (m *noteMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
+	req.System = append(req.System, llm.TextBlock(m.line))
+	return next(ctx, req)
+}
+
+// A suite's agent file names the registry's middleware, Go tool, compiled
+// subagent and provider; the run uses them all, and the suite may still
+// replace the Go tool with a mock in a case.
+func TestRegistryReachesTheAgentFile(t *testing.T) {
+	m := &systemRecorder{ChatModel: &convModel{convs: map[string][]llm.Message{
+		"where is A-17?":     {say("", call("lookup_order", `{"order":"A-17"}`)), say("", call("task", `{"description":"Summarise: shipped","subagent_type":"helper"}`)), say("A-17 has shipped.")},
+		"where is B-2?":      {say("", call("lookup_order", `{"order":"B-2"}`)), say("B-2 is lost.")},
+		"Summarise: shipped": {say("Shipped.")},
+	}}}
+	srv := server(t, m)
+	lookup := tool.Must(tool.New("lookup_order", "Looks an order up.", func(_ context.Context, a orderArgs) (string, error) { return "order " + a.Order + ": shipped", nil }))
+	reg := evals.NewRegistry().
+		AddProvider("corp", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: srv.URL + "/v1", APIKeyEnv: "TEST_KEY"}).
+		AddTool("lookup_order", lookup).
+		AddMiddleware("NoteMiddleware", agentfile.NewMiddleware(func(o noteOpts) (agent.Middleware, error) { return &noteMiddleware{line: o.Line}, nil })).
+		AddSubAgent("helper", func(env agentfile.SubAgentEnv) (harness.SubAgentSpec, error) {
+			model, err := env.ResolveModel(env.ModelSpec)
+			if err != nil {
+				return harness.SubAgentSpec{}, err
+			}
+			a, err := agent.New(agent.Config{Name: "helper", Model: model})
+			return harness.SubAgentSpec{Description: "Summarises.", Runner: a}, err
+		})
+	path := writeSuite(t, map[string]string{"suite.yaml": `version: 1
+name: own
+mode: live
+models: [corp:m]
+agent:
+  tools: [{go: lookup_order}]
+  middleware: [{name: NoteMiddleware, options: {line: "Orders are confidential."}}]
+  subagents: [{compiled: helper}]
+cases:
+  - id: shipped
+    input: where is A-17?
+    checks: [{tool_called: {name: task}}, {final_answer: {contains: shipped}}]
+  - id: mocked
+    input: where is B-2?
+    tools: {lookup_order: {mock: {result: "order B-2: lost"}}}
+    checks: [{final_answer: {contains: lost}}]
+`})
+	s, err := reg.Load(path)
+	require.NoError(t, err)
+	require.NoError(t, s.Validate(t.Context(), evals.Options{Getenv: testEnv}), "the Go tool needs no behaviour in the suite")
+	oc, err := s.Run(t.Context(), evals.Options{Getenv: testEnv})
+	require.NoError(t, err)
+	for _, r := range oc.Results {
+		assert.Equal(t, evals.StatusPass, r.Status, "%s: %+v", r.ID, r)
+	}
+	assert.Contains(t, m.systems[0], "Orders are confidential.")
+
+	_, err = evals.Load(path)
+	assert.ErrorContains(t, err, `agent.tools[0].go: no Go tool is registered as "lookup_order" (none is registered)`, "a registry's names are its suites' alone")
 }

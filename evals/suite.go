@@ -372,7 +372,9 @@ type parser struct {
 	data []byte // the suite file, for its inline agent
 	s    *Suite
 	reg  *Registry
-	errs []error
+	// files is reg's agent-file registry, made once.
+	files *agentfile.Registry
+	errs  []error
 	// broken lists the top-level keys that did not decode, so that the
 	// checks depending on them do not add errors of their own.
 	broken map[string]bool
@@ -533,7 +535,7 @@ func (p *parser) agent(raw node) error {
 			return p.errAt("agent", "the agent file path is empty")
 		}
 		s.Agent.File = p.resolve(n.Value)
-		af, err := agentfile.Load(s.Agent.File)
+		af, err := p.agentFiles().Load(s.Agent.File)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return p.errAt("agent", "agent file %s does not exist", s.Agent.File)
@@ -550,7 +552,7 @@ func (p *parser) agent(raw node) error {
 			s.Agent.Factory = name
 			return nil
 		}
-		af, err := agentfile.ParseEmbedded(p.s.Path, p.data, "agent")
+		af, err := p.agentFiles().ParseEmbedded(p.s.Path, p.data, "agent")
 		if err != nil {
 			return err
 		}
@@ -558,6 +560,18 @@ func (p *parser) agent(raw node) error {
 		return nil
 	}
 	return p.errAt("agent", "want an agent file path or an agent mapping, got %s", yamlx.Kind(raw.n))
+}
+
+// agentFiles is the registry the suite's agent file is read with.
+func (p *parser) agentFiles() *agentfile.Registry {
+	if p.files == nil {
+		reg := p.reg
+		if reg == nil {
+			reg = global
+		}
+		p.files = reg.AgentFiles()
+	}
+	return p.files
 }
 
 // factoryRef recognises {factory: name}.
@@ -579,9 +593,10 @@ func factoryRef(m ast.MapNode) (string, bool) {
 }
 
 // providerNames lists the provider entries model specs may use: built-in,
-// the agent file's and the suite's.
+// registered, the agent file's and the suite's.
 func (p *parser) providerNames() []string {
 	names := provider.BuiltinNames()
+	names = append(names, p.agentFiles().Providers()...)
 	if af := p.s.Agent.Spec; af != nil {
 		names = slices.AppendSeq(names, maps.Keys(af.Providers))
 	}

@@ -385,6 +385,10 @@ func (s *Suite) bind(c *Case, o *Options, d agentfile.Tool) (tool.Tool, error) {
 		spec.Parameters = raw
 	}
 	b := s.behaviour(c, d.Name)
+	if b == nil && d.Impl() != nil {
+		// The agent file names a Go tool and the suite does not replace it.
+		return d.Impl(), nil
+	}
 	goName := d.Name
 	if b != nil && b.Go != "" {
 		goName = b.Go
@@ -393,7 +397,7 @@ func (s *Suite) bind(c *Case, o *Options, d agentfile.Tool) (tool.Tool, error) {
 		gt, ok := o.goTool(goName)
 		if !ok {
 			if b != nil {
-				return nil, fmt.Errorf("tool %s: no Go tool is registered as %q (register it with evals.RegisterTool; the dageval command has none)", d.Name, goName)
+				return nil, fmt.Errorf("tool %s: no Go tool is registered as %q (%s)", d.Name, goName, o.registered((*Registry).Tools, slices.Sorted(maps.Keys(o.Tools))))
 			}
 			return nil, fmt.Errorf("tool %s is declared by the agent but has no behaviour: give it one under tools: (mock, exec or go) in the suite or the case", d.Name)
 		}

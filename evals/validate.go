@@ -17,6 +17,7 @@ import (
 	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/agentfile"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/provider"
@@ -109,7 +110,7 @@ func (r *runner) validate(ctx context.Context, cells []Cell, loaded bool) []erro
 	var errs []error
 	if s.Agent.Factory != "" {
 		if _, ok := r.o.agentFactory(s.Agent.Factory); !ok {
-			errs = append(errs, s.errAt("agent.factory", "no agent factory is registered as %q (%s; register one with evals.RegisterAgent or a Registry; the dageval command has none)",
+			errs = append(errs, s.errAt("agent.factory", "no agent factory is registered as %q (%s; register one on an evals.Registry, or with cli.WithAgent in a program built on cli.Main)",
 				s.Agent.Factory, r.o.registered((*Registry).Agents, slices.Sorted(maps.Keys(r.o.Agents)))))
 		}
 	}
@@ -139,7 +140,7 @@ func (r *runner) validateTools() []error {
 			return
 		}
 		if _, ok := r.o.goTool(b.Go); !ok {
-			errs = append(errs, s.errAt(b.at+".go", "no Go tool is registered as %q (%s; register one with evals.RegisterTool or a Registry; the dageval command has none)",
+			errs = append(errs, s.errAt(b.at+".go", "no Go tool is registered as %q (%s; register one on an evals.Registry, or with cli.WithTool in a program built on cli.Main)",
 				b.Go, r.o.registered((*Registry).Tools, slices.Sorted(maps.Keys(r.o.Tools)))))
 		}
 	}
@@ -195,7 +196,7 @@ func (r *runner) validateTools() []error {
 			}
 		}
 		for _, name := range declared {
-			if s.behaviour(c, name) != nil || s.broken["tools"] {
+			if s.behaviour(c, name) != nil || s.broken["tools"] || goDeclared(s.agentOf(c), name) {
 				continue
 			}
 			if _, ok := r.o.goTool(name); ok {
@@ -209,6 +210,20 @@ func (r *runner) validateTools() []error {
 		}
 	}
 	return errs
+}
+
+// goDeclared reports whether the agent file gives the tool a Go behaviour
+// itself (tools: [{go: name}]), which needs none from the suite.
+func goDeclared(af *agentfile.File, name string) bool {
+	if af == nil {
+		return false
+	}
+	for _, d := range af.Tools {
+		if d.Name == name {
+			return d.Impl() != nil
+		}
+	}
+	return false
 }
 
 // didYouMean is ", did you mean NAME?" for the known name nearest to a
