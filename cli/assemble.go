@@ -17,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "assemble",
 		summary: "print an assembled agent, or diff two configurations",
-		usage:   "[--agent FILE | --suite FILE --case ID] [--model SPEC] [--profile FILE]... [--format text|json]\n       dageval assemble --diff [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC | --base-model SPEC --head-model SPEC]\n       dageval assemble --diff --suite FILE [--case ID | --base-case ID --head-case ID] [--model SPEC]",
+		usage:   "[--agent FILE|factory:NAME | --suite FILE --case ID] [--model SPEC] [--profile FILE]... [--stack NAME]... [--omit-builtin-schemas] [--format text|json]\n       dageval assemble --diff [--base-agent FILE|factory:NAME] [--head-agent FILE|factory:NAME] [--base-profile FILE]... [--head-profile FILE]... [--model SPEC | --base-model SPEC --head-model SPEC]\n       dageval assemble --diff --suite FILE [--case ID | --base-case ID --head-case ID] [--model SPEC]",
 		help: `Assembles a deep agent the way create_deep_agent does and prints what the
 model will see on its first call, for the main agent and every subagent:
 middleware in order, tools (name, description, JSON Schema), the system
@@ -25,8 +25,10 @@ prompt (block by block when it has several) and every cache breakpoint on
 tools, system blocks and messages, plus the model and the resolved harness
 profile.
 
-Without --agent it assembles the default deep agent. --model overrides the
-agent file's model; with neither the model is anthropic:claude-sonnet-4-6.
+Without --agent it assembles the default deep agent. --agent factory:NAME
+assembles the agent a Go factory registered with the program builds (see
+the cli package; the dageval command itself has none). --model overrides
+the agent's model; with neither the model is anthropic:claude-sonnet-4-6.
 --suite FILE --case ID assembles the agent a suite's case runs: the suite's
 agent with the case's agent: keys laid over it, its files seeded (memory
 files show in the prompt), with the case's first model unless --model says
@@ -34,6 +36,12 @@ otherwise.
 --profile files (Deep Agents HarnessProfileConfig YAML or JSON) are merged
 over the profile the registry has for the model, in the order given.
 Assembling never calls a model and needs no API key or network.
+
+--stack NAME (repeatable: main, or a subagent's name, with or without its
+"subagent:" prefix) keeps only those stacks; --omit-builtin-schemas lists
+the tools of dageval's own middleware (ls, read_file, task, ...) by name
+only, so the output shows what the agent's authors wrote. Both apply to
+--diff and --suite too.
 
 With --diff, prints a unified diff of two assemblies (base and head), stack
 by stack. A side given no agent file uses the default agent; --model
@@ -72,8 +80,18 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 	caseID := fs.String("case", "", "with --suite: the case whose agent to assemble (with --diff: against the suite's agent)")
 	baseCase := fs.String("base-case", "", "with --diff --suite: the base case")
 	headCase := fs.String("head-case", "", "with --diff --suite: the head case")
+	var stacks repeated
+	fs.Var(&stacks, "stack", "keep only this stack: main or a subagent's name (repeatable)")
+	omit := fs.Bool("omit-builtin-schemas", false, "list the built-in middleware's tools by name only")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	dopts := harness.DescribeOptions{OmitBuiltinToolSchemas: *omit}
+	for _, n := range stacks {
+		if n != "main" && !strings.HasPrefix(n, "subagent:") {
+			n = "subagent:" + n
+		}
+		dopts.Stacks = append(dopts.Stacks, n)
 	}
 	if *suiteFile != "" {
 		if *agentFile != "" || *baseAgent != "" || *headAgent != "" {
@@ -82,7 +100,7 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 		if *baseModel != "" || *headModel != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 {
 			return usageError("with --suite use --model and --profile for both sides")
 		}
-		return assembleCase(ctx, e, *suiteFile, *caseID, *baseCase, *headCase, *model, profiles, *diff, *format)
+		return assembleCase(ctx, e, *suiteFile, *caseID, *baseCase, *headCase, *model, profiles, *diff, *format, dopts)
 	}
 	if *caseID != "" || *baseCase != "" || *headCase != "" {
 		return usageError("--case, --base-case and --head-case need --suite")
@@ -97,7 +115,7 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 		if *baseAgent != "" || *headAgent != "" || len(baseProfiles) > 0 || len(headProfiles) > 0 || *baseModel != "" || *headModel != "" {
 			return usageError("--base-* and --head-* flags need --diff")
 		}
-		as, err := describe(ctx, *agentFile, *model, profiles)
+		as, err := describe(ctx, e.reg, *agentFile, *model, profiles, dopts)
 		if err != nil {
 			return err
 		}
@@ -122,11 +140,11 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 	if *model != "" {
 		bm, hm = *model, *model
 	}
-	base, err := describe(ctx, *baseAgent, bm, baseProfiles)
+	base, err := describe(ctx, e.reg, *baseAgent, bm, baseProfiles, dopts)
 	if err != nil {
 		return fmt.Errorf("base: %w", err)
 	}
-	head, err := describe(ctx, *headAgent, hm, headProfiles)
+	head, err := describe(ctx, e.reg, *headAgent, hm, headProfiles, dopts)
 	if err != nil {
 		return fmt.Errorf("head: %w", err)
 	}
@@ -139,21 +157,27 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 	return &exitError{code: exitFailures}
 }
 
-// describe assembles an agent file (or the default agent) and describes it.
-func describe(ctx context.Context, agentFile, model string, profileFiles []string) (*harness.Assembly, error) {
+// factoryPrefix marks an --agent value naming a registered agent factory.
+const factoryPrefix = "factory:"
+
+// describe assembles an agent file, a registered factory's agent or the
+// default agent, and describes it.
+func describe(ctx context.Context, reg *evals.Registry, agentFile, model string, profileFiles []string, opts harness.DescribeOptions) (*harness.Assembly, error) {
+	if name, ok := strings.CutPrefix(agentFile, factoryPrefix); ok {
+		return describeFactory(ctx, reg, name, model, profileFiles, opts)
+	}
 	var af *agentfile.File
 	if agentFile != "" {
 		var err error
-		if af, err = agentfile.Load(agentFile); err != nil {
+		if af, err = reg.AgentFiles().Load(agentFile); err != nil {
 			return nil, err
 		}
 	}
-	return describeFile(ctx, af, nil, model, profileFiles)
+	return describeFile(ctx, reg, af, nil, model, profileFiles, opts)
 }
 
-// describeFile assembles a decoded agent file (nil: the default agent) with
-// extra seeded files and describes it.
-func describeFile(ctx context.Context, af *agentfile.File, files map[string]string, model string, profileFiles []string) (*harness.Assembly, error) {
+// loadProfiles reads --profile files.
+func loadProfiles(profileFiles []string) ([]*profile.HarnessProfile, error) {
 	var profs []*profile.HarnessProfile
 	for _, f := range profileFiles {
 		c, err := profile.LoadConfigFile(f)
@@ -166,10 +190,18 @@ func describeFile(ctx context.Context, af *agentfile.File, files map[string]stri
 		}
 		profs = append(profs, p)
 	}
+	return profs, nil
+}
+
+// describeFile assembles a decoded agent file (nil: the default agent) with
+// extra seeded files and describes it.
+func describeFile(ctx context.Context, reg *evals.Registry, af *agentfile.File, files map[string]string, model string, profileFiles []string, opts harness.DescribeOptions) (*harness.Assembly, error) {
+	profs, err := loadProfiles(profileFiles)
+	if err != nil {
+		return nil, err
+	}
 	cfg := harness.Config{ModelSpec: model}
-	var opts harness.DescribeOptions
 	if af != nil {
-		var err error
 		if cfg, err = af.Config(agentfile.Options{Model: model, Profiles: profs}); err != nil {
 			return nil, err
 		}
@@ -185,6 +217,40 @@ func describeFile(ctx context.Context, af *agentfile.File, files map[string]stri
 			cfg.Profile = profile.MergeHarness(cfg.Profile, p)
 		}
 	}
+	return describeConfig(ctx, reg, cfg, opts)
+}
+
+// describeFactory assembles the agent a registered factory builds, as a
+// suite's cell would with that model.
+func describeFactory(ctx context.Context, reg *evals.Registry, name, model string, profileFiles []string, opts harness.DescribeOptions) (*harness.Assembly, error) {
+	f, ok := reg.Agent(name)
+	if !ok {
+		return nil, fmt.Errorf("--agent %s%s: no agent factory is registered as %q (%s)", factoryPrefix, name, name, registeredNames(reg.Agents()))
+	}
+	profs, err := loadProfiles(profileFiles)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := f(ctx, evals.AgentRequest{Model: model})
+	if err != nil {
+		return nil, fmt.Errorf("agent factory %s: %w", name, err)
+	}
+	if model != "" {
+		cfg.Model, cfg.ModelSpec = nil, model
+	}
+	for _, p := range profs {
+		cfg.Profile = profile.MergeHarness(cfg.Profile, p)
+	}
+	return describeConfig(ctx, reg, cfg, opts)
+}
+
+// describeConfig assembles cfg and describes it. Registered providers
+// reach a factory's or the default agent's model specs as they reach an
+// agent file's.
+func describeConfig(ctx context.Context, reg *evals.Registry, cfg harness.Config, opts harness.DescribeOptions) (*harness.Assembly, error) {
+	if cfg.Model == nil && cfg.ResolveModel == nil && len(reg.Providers()) > 0 {
+		cfg.ResolveModel = reg.AgentFiles().ModelResolver(cfg.Profiles)
+	}
 	a, err := harness.New(cfg)
 	if err != nil {
 		return nil, err
@@ -192,10 +258,19 @@ func describeFile(ctx context.Context, af *agentfile.File, files map[string]stri
 	return a.Describe(ctx, opts)
 }
 
+// registeredNames renders the names a program registered, for a message
+// about one it did not.
+func registeredNames(names []string) string {
+	if len(names) == 0 {
+		return "none is registered; a program built on cli.Main registers them with cli.WithAgent"
+	}
+	return "registered: " + strings.Join(names, ", ")
+}
+
 // assembleCase prints the agent a suite's case runs, or with diff the
 // difference between the suite's agent and a case's, or two cases'.
-func assembleCase(ctx context.Context, e *env, suiteFile, caseID, baseCase, headCase, model string, profiles []string, diff bool, format string) error {
-	s, err := evals.Load(suiteFile)
+func assembleCase(ctx context.Context, e *env, suiteFile, caseID, baseCase, headCase, model string, profiles []string, diff bool, format string, dopts harness.DescribeOptions) error {
+	s, err := e.reg.Load(suiteFile)
 	if err != nil {
 		return err
 	}
@@ -203,9 +278,9 @@ func assembleCase(ctx context.Context, e *env, suiteFile, caseID, baseCase, head
 		if id == "" {
 			// The suite's own agent, with the files of no case.
 			if s.Agent.Spec == nil {
-				return nil, fmt.Errorf("the suite's agent is the factory %s, built in Go", s.Agent.Factory)
+				return describeFactory(ctx, e.reg, s.Agent.Factory, modelOf(s, nil, model), profiles, dopts)
 			}
-			return describeFile(ctx, s.Agent.Spec, nil, modelOf(s, nil, model), profiles)
+			return describeFile(ctx, e.reg, s.Agent.Spec, nil, modelOf(s, nil, model), profiles, dopts)
 		}
 		af, files, err := s.CaseAgent(id)
 		if err != nil {
@@ -217,7 +292,7 @@ func assembleCase(ctx context.Context, e *env, suiteFile, caseID, baseCase, head
 				c = sc
 			}
 		}
-		return describeFile(ctx, af, files, modelOf(s, c, model), profiles)
+		return describeFile(ctx, e.reg, af, files, modelOf(s, c, model), profiles, dopts)
 	}
 	if !diff {
 		if baseCase != "" || headCase != "" {
@@ -284,12 +359,12 @@ func modelOf(s *evals.Suite, c *evals.Case, model string) string {
 func init() {
 	// compare --base-agent/--head-agent shows the assembled agents' diff
 	// beside the behavioural change.
-	agentDiff = func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, baseModel, headModel string) (string, error) {
-		base, err := describe(ctx, baseAgent, baseModel, baseProfiles)
+	agentDiff = func(ctx context.Context, reg *evals.Registry, baseAgent, headAgent string, baseProfiles, headProfiles []string, baseModel, headModel string) (string, error) {
+		base, err := describe(ctx, reg, baseAgent, baseModel, baseProfiles, harness.DescribeOptions{})
 		if err != nil {
 			return "", fmt.Errorf("base: %w", err)
 		}
-		head, err := describe(ctx, headAgent, headModel, headProfiles)
+		head, err := describe(ctx, reg, headAgent, headModel, headProfiles, harness.DescribeOptions{})
 		if err != nil {
 			return "", fmt.Errorf("head: %w", err)
 		}

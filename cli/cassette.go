@@ -37,7 +37,7 @@ func runCassette(ctx context.Context, e *env, args []string) error {
 	}
 	switch args[0] {
 	case "-h", "--help", "-help", "help":
-		printCassetteUsage(e.stderr)
+		printCassetteUsage(e.stdout)
 		return flag.ErrHelp
 	}
 	sub, ok := cassetteCommands[args[0]]

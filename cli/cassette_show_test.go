@@ -173,7 +173,7 @@ interactions:
 		stdout []string
 		stderr []string
 	}{
-		{"help", []string{"cassette", "show", "--help"}, 0, nil, []string{"Usage: dageval cassette show [--format text|json] FILE", "/chat/completions", "-format"}},
+		{"help", []string{"cassette", "show", "--help"}, 0, []string{"Usage: dageval cassette show [--format text|json] FILE", "/chat/completions", "-format"}, nil},
 		{"listed", []string{"cassette"}, 2, nil, []string{"show"}},
 		{"no file", []string{"cassette", "show"}, 2, nil, []string{"want exactly one cassette file, got 0"}},
 		{"two files", []string{"cassette", "show", recorded, recorded}, 2, nil, []string{"got 2"}},

@@ -76,11 +76,11 @@ func TestCassetteCommandErrors(t *testing.T) {
 		stderr []string
 	}{
 		{"cassette alone lists subcommands", []string{"cassette"}, 2, nil, []string{"Subcommands:", "import", "lint"}},
-		{"cassette --help", []string{"cassette", "--help"}, 0, nil, []string{"Usage: dageval cassette <subcommand>"}},
+		{"cassette --help", []string{"cassette", "--help"}, 0, []string{"Usage: dageval cassette <subcommand>"}, nil},
 		{"help cassette", []string{"help", "cassette"}, 0, []string{"Subcommands:"}, nil},
 		{"unknown subcommand", []string{"cassette", "rewind"}, 2, nil, []string{`unknown subcommand "rewind"`}},
-		{"import --help", []string{"cassette", "import", "--help"}, 0, nil, []string{"Usage: dageval cassette import --from vcrpy IN -o OUT", "parsed_body", "-match"}},
-		{"lint --help", []string{"cassette", "lint", "--help"}, 0, nil, []string{"Usage: dageval cassette lint", "unreachable", "-ignore-field"}},
+		{"import --help", []string{"cassette", "import", "--help"}, 0, []string{"Usage: dageval cassette import --from vcrpy IN -o OUT", "parsed_body", "-match"}, nil},
+		{"lint --help", []string{"cassette", "lint", "--help"}, 0, []string{"Usage: dageval cassette lint", "unreachable", "-ignore-field"}, nil},
 		{"import without --from", []string{"cassette", "import", in, "-o", filepath.Join(dir, "x.yaml")}, 2, nil, []string{"--from is required"}},
 		{"import from an unknown format", []string{"cassette", "import", "--from", "har", in, "-o", filepath.Join(dir, "x.yaml")}, 2, nil, []string{`--from "har" is not supported`}},
 		{"import without -o", []string{"cassette", "import", "--from", "vcrpy", in}, 2, nil, []string{"-o OUT is required"}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/internal/fileutil"
 	"github.com/dageval/dageval/reports"
 )
@@ -70,7 +71,7 @@ model change too.`,
 // with its own model (the same one unless the change swaps models). It is
 // nil until the assembly pipeline is linked in (cmd/dageval/assemble.go sets
 // it); compare then refuses the agent flags rather than ignore them.
-var agentDiff func(ctx context.Context, baseAgent, headAgent string, baseProfiles, headProfiles []string, baseModel, headModel string) (string, error)
+var agentDiff func(ctx context.Context, reg *evals.Registry, baseAgent, headAgent string, baseProfiles, headProfiles []string, baseModel, headModel string) (string, error)
 
 // stringsFlag collects a flag given several times.
 type stringsFlag []string
@@ -148,7 +149,7 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 		if agentDiff == nil {
 			return usageError("--base-agent/--head-agent/--base-profile/--head-profile need the assembly pipeline, which this build of dageval lacks")
 		}
-		d, err := agentDiff(ctx, *baseAgent, *headAgent, baseProfiles, headProfiles, bm, hm)
+		d, err := agentDiff(ctx, e.reg, *baseAgent, *headAgent, baseProfiles, headProfiles, bm, hm)
 		if err != nil {
 			return &exitError{code: exitBad, msg: "assembled-agent diff: " + err.Error()}
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"runtime/debug"
+	"sync"
 )
 
 // replayGCPercent is the collector's target when GOGC is not set. Replaying
@@ -14,8 +15,10 @@ import (
 // GOMEMLIMIT still bounds the heap.
 const replayGCPercent = 400
 
-func init() {
+// tuneGC raises the collector's target for the command's run, once: a
+// program that embeds the CLI keeps its own setting until Main runs.
+var tuneGC = sync.OnceFunc(func() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(replayGCPercent)
 	}
-}
+})

@@ -7,6 +7,7 @@ import (
 )
 
 func TestGCTargetIsRaisedUnlessGOGCIsSet(t *testing.T) {
+	tuneGC()
 	got := debug.SetGCPercent(100)
 	debug.SetGCPercent(got)
 	want := replayGCPercent

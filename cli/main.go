@@ -2,6 +2,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,6 +12,8 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+
+	"github.com/dageval/dageval/evals"
 )
 
 // Exit codes shared by every subcommand.
@@ -34,6 +37,9 @@ type env struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
 	getenv         func(string) string
+	// reg holds the program's registrations (nil: none), shared by every
+	// command that reads suites or agent files.
+	reg *evals.Registry
 }
 
 var commands = map[string]*command{}
@@ -59,11 +65,33 @@ func usageError(format string, args ...any) error {
 }
 
 // Main runs the dageval command line given args (without the program's
-// name) and returns the exit code; an interrupt cancels the command.
-func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	return runMain(ctx, &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}, args)
+// name) and returns its exit code: 0 ok, 1 the job ran and found failures
+// (or differences), 2 bad input or the job could not run. The options
+// register the program's own agents, tools, middleware, subagents, checks
+// and providers, which every subcommand then knows by name, so that a
+// team's command is
+//
+//	func main() {
+//		os.Exit(cli.Main(os.Args[1:],
+//			cli.WithAgent("support", support.Factory),
+//			cli.WithTool("lookup_order", support.LookupOrder),
+//			cli.WithMiddleware("RedactMiddleware", support.NewRedact)))
+//	}
+//
+// and `go run ./cmd/evals run suite.yaml` works as dageval run does, with
+// that agent. Without WithContext, an interrupt cancels the command.
+func Main(args []string, opts ...Option) int {
+	c := config{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.ctx == nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		c.ctx = ctx
+	}
+	tuneGC()
+	return runMain(c.ctx, &env{stdout: c.stdout, stderr: c.stderr, stdin: c.stdin, getenv: c.getenv, reg: c.registry()}, args)
 }
 
 // runMain dispatches to a subcommand and maps its error to an exit code.
@@ -103,10 +131,11 @@ func runMain(ctx context.Context, e *env, args []string) int {
 	return exitBad
 }
 
-// newFlags returns a flag set whose --help prints the command's usage and help text.
+// newFlags returns a flag set whose --help prints the command's usage and
+// help text on standard output; a wrong flag prints them on standard error.
 func newFlags(c *command, e *env) *flag.FlagSet {
 	fs := flag.NewFlagSet("dageval "+c.name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(&flagOutput{stdout: e.stdout, stderr: e.stderr})
 	fs.Usage = func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "Usage: dageval %s %s\n\n%s\n", c.name, c.usage, strings.TrimSpace(c.help))
@@ -120,9 +149,31 @@ func newFlags(c *command, e *env) *flag.FlagSet {
 	return fs
 }
 
+// flagOutput holds what a flag set prints until parsing tells whether it
+// answers --help (standard output) or reports a mistake (standard error).
+type flagOutput struct {
+	buf            bytes.Buffer
+	stdout, stderr io.Writer
+}
+
+func (o *flagOutput) Write(p []byte) (int, error) { return o.buf.Write(p) }
+
+func (o *flagOutput) flush(help bool) {
+	w := o.stderr
+	if help {
+		w = o.stdout
+	}
+	w.Write(o.buf.Bytes())
+	o.buf.Reset()
+}
+
 // parse parses flags, turning a parse failure into exit code 2.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if o, ok := fs.Output().(*flagOutput); ok {
+		o.flush(errors.Is(err, flag.ErrHelp))
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}

@@ -207,11 +207,12 @@ func TestCompareCommandExit2(t *testing.T) {
 func TestCompareCommandAgentDiffHook(t *testing.T) {
 	base := writeRun(t, "d1", 4, 1, pass)
 	var got []string
-	agentDiff = func(_ context.Context, baseAgent, headAgent string, bp, hp []string, baseModel, headModel string) (string, error) {
+	prev := agentDiff
+	agentDiff = func(_ context.Context, _ *evals.Registry, baseAgent, headAgent string, bp, hp []string, baseModel, headModel string) (string, error) {
 		got = append([]string{baseAgent, headAgent, baseModel, headModel}, append(bp, hp...)...)
 		return "--- base\n+++ head\n-  tool: edit_file\n", nil
 	}
-	t.Cleanup(func() { agentDiff = nil })
+	t.Cleanup(func() { agentDiff = prev })
 	code, out, errOut := runCLI(t, "compare", base, base, "--format", "md", "--base-profile", "a.yaml", "--head-profile", "b.yaml", "--head-profile", "c.yaml", "--model", "openai:gpt-5")
 	assert.Equal(t, 0, code, errOut)
 	assert.Equal(t, []string{"", "", "openai:gpt-5", "openai:gpt-5", "a.yaml", "b.yaml", "c.yaml"}, got)

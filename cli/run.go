@@ -105,7 +105,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && e.getenv("CI") == "" {
 		opts.ProgressBar = true
 	}
-	suite, err := evals.Load(pos[0])
+	suite, err := e.reg.Load(pos[0])
 	if err != nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}

@@ -47,7 +47,7 @@ func runValidate(ctx context.Context, e *env, args []string) error {
 		}
 		opts.Mode = m
 	}
-	suite, err := evals.ValidateFile(ctx, pos[0], opts)
+	suite, err := e.reg.ValidateFile(ctx, pos[0], opts)
 	if err != nil {
 		return &exitError{code: exitBad, msg: err.Error()}
 	}

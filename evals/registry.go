@@ -85,6 +85,19 @@ func (r *Registry) AddProvider(name string, e provider.Entry) *Registry {
 	return r
 }
 
+// Clone returns a registry with the same registrations, to which more can
+// be added without changing r.
+func (r *Registry) Clone() *Registry {
+	c := NewRegistry()
+	if r == nil {
+		return c
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c.agents, c.checks, c.files = maps.Clone(r.agents), maps.Clone(r.checks), r.files.Clone()
+	return c
+}
+
 // AgentFiles is the registry agent files are read with: the tools,
 // middleware, subagents and providers added here, and the tools added
 // with RegisterTool.
@@ -188,6 +201,16 @@ func (r *Registry) tool(name string) (tool.Tool, bool) {
 		return nil, false
 	}
 	return r.files.Tool(name)
+}
+
+// Agent returns the agent factory registered as name, on r or with
+// RegisterAgent, for programs that build the agent outside a suite (as
+// dageval assemble does).
+func (r *Registry) Agent(name string) (AgentFactory, bool) {
+	if f, ok := r.agent(name); ok {
+		return f, true
+	}
+	return global.agent(name)
 }
 
 func (r *Registry) agent(name string) (AgentFactory, bool) {

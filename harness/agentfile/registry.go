@@ -13,7 +13,9 @@ import (
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/builtin"
 	"github.com/dageval/dageval/harness/tool"
 	"github.com/dageval/dageval/internal/yamlx"
 )
@@ -148,6 +150,18 @@ func get[V any](r *Registry, lookup func() (V, bool)) (V, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return lookup()
+}
+
+// ModelResolver resolves model specs through the built-in providers and
+// the registered ones, with the provider options of the profiles (the
+// default registry when nil); see harness.Config.ResolveModel.
+func (r *Registry) ModelResolver(profiles *profile.Registry) func(spec string) (llm.ChatModel, error) {
+	models := builtin.NewResolver(provider.Config{})
+	if err := models.SetEntries(r.providerEntries()); err != nil {
+		// AddProvider validated every entry.
+		panic(err)
+	}
+	return harness.ModelResolver(profiles, models)
 }
 
 // providerEntries returns the registered provider entries.
