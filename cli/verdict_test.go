@@ -45,7 +45,7 @@ func TestErroredCellsNeverPass(t *testing.T) {
 		{"unplayed", func(b []byte) []byte {
 			// The last interaction twice: the agent plays it once.
 			text := string(b)
-			i := strings.LastIndex(text, "\n    - id: ")
+			i := strings.LastIndex(text, "\n  - id: ")
 			return []byte(text + strings.Replace(text[i+1:], "- id: 1", "- id: 2", 1))
 		}, evals.CauseCassetteUnplayed, ""},
 		{"deleted", nil, evals.CauseCassetteMissing, `1 of 32 cells have no cassette to replay .*two-cities--openai-gpt-5--baseline--e1\.yaml`},

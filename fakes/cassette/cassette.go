@@ -81,6 +81,9 @@ type Meta struct {
 	Match Match `yaml:"match,omitempty"`
 	// Source says where an imported cassette came from.
 	Source string `yaml:"source,omitempty"`
+	// JSONBodies is JSONIndented when the file stores JSON bodies indented
+	// (every cassette Marshal writes); reading compacts them again.
+	JSONBodies string `yaml:"json_bodies,omitempty"`
 }
 
 // Match says which requests an interaction answers.
@@ -203,6 +206,15 @@ func Parse(name string, data []byte) (*Cassette, error) {
 			return nil, parseErrorf(name, keyLine(mappingValue(root, "dageval"), "match"), "dageval.match: %v", err)
 		}
 	}
+	if c.Meta != nil {
+		switch c.Meta.JSONBodies {
+		case "":
+		case JSONIndented:
+			compactBodies(c.Interactions)
+		default:
+			return nil, parseErrorf(name, keyLine(mappingValue(root, "dageval"), "json_bodies"), "dageval.json_bodies: got %q, want %s (or nothing)", c.Meta.JSONBodies, JSONIndented)
+		}
+	}
 	if seq := mappingValue(root, "interactions"); seq != nil && seq.Kind == yaml.SequenceNode {
 		for _, it := range seq.Content {
 			c.Lines = append(c.Lines, it.Line)
@@ -273,25 +285,33 @@ func readMaybeGzip(path string) ([]byte, error) {
 // Marshal renders the cassette as go-vcr YAML. Interactions are grouped by
 // lane (the default lane first, then lanes by name, each in recorded order)
 // and renumbered, so concurrent recordings of the same conversation produce
-// the same bytes.
+// the same bytes. JSON bodies are written indented (see JSONIndented), a
+// field a line, as YAML block scalars; event streams are block scalars of
+// their exact bytes. go-vcr reads the result too (it sees the bodies
+// indented).
 func (c *Cassette) Marshal() ([]byte, error) {
-	out := Cassette{Version: vcr.CassetteFormatVersion, Meta: c.Meta}
-	out.Interactions = make([]*vcr.Interaction, len(c.Interactions))
-	for i, it := range c.Interactions {
-		cp := *it
-		out.Interactions[i] = &cp
+	meta := Meta{JSONBodies: JSONIndented}
+	if c.Meta != nil {
+		meta.Match, meta.Source = c.Meta.Match, c.Meta.Source
 	}
+	out := Cassette{Version: vcr.CassetteFormatVersion, Meta: &meta, Interactions: indentBodies(c.Interactions)}
 	slices.SortStableFunc(out.Interactions, func(a, b *vcr.Interaction) int {
 		return strings.Compare(a.Request.Headers.Get(LaneHeader), b.Request.Headers.Get(LaneHeader))
 	})
 	for i, it := range out.Interactions {
 		it.ID = i
 	}
-	data, err := yaml.Marshal(&out)
-	if err != nil {
+	var buf bytes.Buffer
+	buf.WriteString("---\n")
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&out); err != nil {
 		return nil, err
 	}
-	return append([]byte("---\n"), data...), nil
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // statusText is the status line go-vcr would have recorded.
