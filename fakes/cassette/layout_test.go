@@ -27,7 +27,7 @@ func TestLayoutRoundTrip(t *testing.T) {
 	bodies := []string{
 		`{"model":"claude-sonnet-4-6","system":[{"type":"text","text":"Be brief.\nUse tools."}],"messages":[{"role":"user","content":"Hi \u003cthere\u003e"}],"n":1.50,"e":[]}`,
 		"{\n  \"id\": \"resp_1\",\n  \"object\": \"response\"\n}", // indented by the server
-		"{\"a\": 1}",                             // JSON with spaces of its own
+		"{\"a\": 1}", // JSON with spaces of its own
 		"event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: ping\ndata: {}\n\n", // a stream
 		"plain text  \nwith trailing spaces",
 		`"a JSON string"`,
