@@ -763,3 +763,26 @@ func (rw *responseWriter) stream(s *sse) error {
 	}
 	return nil
 }
+
+// DecodeRequest reads a request body sent to rawURL (…/v1/messages,
+// …/chat/completions, …/responses, …/models/{model}:generateContent) as
+// the server would: the provider-neutral request, the model asked for and
+// whether the answer was to be streamed. Tools that show recorded requests
+// in model terms use it, such as `dageval cassette diff`. A body the
+// server would refuse is an error with the server's message.
+func DecodeRequest(rawURL string, body []byte) (req *llm.Request, model string, stream bool, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, "", false, err
+	}
+	api := (*Server)(nil).route(u)
+	if api == nil {
+		return nil, "", false, fmt.Errorf("%s is not a model endpoint the local server knows", u.Path)
+	}
+	var call ServedCall
+	req, _, e := api.decode(body, &call)
+	if e != nil {
+		return nil, call.Model, call.Stream, errors.New(e.msg)
+	}
+	return req, call.Model, call.Stream, nil
+}
