@@ -17,7 +17,7 @@ func init() {
 }
 
 func runHelp(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		printUsage(e.stdout)
 		return nil
 	}

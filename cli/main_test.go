@@ -30,6 +30,7 @@ func TestCLIBasics(t *testing.T) {
 		{name: "help", args: []string{"help"}, code: 0, stdout: []string{"Commands:", "help", "Exit codes"}},
 		{name: "--help", args: []string{"--help"}, code: 0, stdout: []string{"Commands:"}},
 		{name: "help for a command", args: []string{"help", "demo"}, code: 0, stdout: []string{"Usage: dageval demo", "scripted model"}},
+		{name: "help --help", args: []string{"help", "--help"}, code: 0, stdout: []string{"Commands:"}},
 		{name: "help for unknown command", args: []string{"help", "nope"}, code: 2, stderr: []string{`unknown command "nope"`}},
 		{name: "command --help", args: []string{"version", "--help"}, code: 0, stdout: []string{"Usage: dageval version"}},
 		{name: "command --help for every command", args: []string{"run", "-h"}, code: 0, stdout: []string{"Usage: dageval run", "-tolerate-errors"}},
