@@ -1,0 +1,83 @@
+package harness_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/checkpoint"
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// benchIdentity is the benchmarked model: an Anthropic model (so prompt
+// caching marks every request) whose context window the catalog does not
+// know, so that Deep Agents' message-count defaults apply and old
+// write_file arguments are truncated from the twentieth message on.
+var benchIdentity = llm.Identity{Provider: "anthropic", Model: "claude-scripted"}
+
+// BenchmarkDeepAgentLoop runs long runs (see longRunModel) through the
+// default deep agent, with no checkpointer and with the SQLite one. The
+// per-step metrics divide by the steps of one run; a flat ns/step from
+// N=10 to N=800 is a run whose cost is linear in its length.
+func BenchmarkDeepAgentLoop(b *testing.B) {
+	for _, n := range []int{10, 50, 200, 800} {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			a := newLongRunAgent(b, benchModel(n), nil)
+			benchSteps(b, n, func(int) { runLongRun(b, a, n) })
+		})
+	}
+	for _, n := range []int{10, 50, 200, 800} {
+		b.Run(fmt.Sprintf("sqlite/steps=%d", n), func(b *testing.B) {
+			cp, err := checkpoint.OpenSQLite(filepath.Join(b.TempDir(), "threads.db"), checkpoint.SQLiteConfig{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cp.Close()
+			a := newLongRunAgent(b, benchModel(n), cp)
+			benchSteps(b, n, func(i int) { runLongRun(b, a, n, agent.WithThread(fmt.Sprintf("run-%d", i))) })
+		})
+	}
+}
+
+// BenchmarkDeepAgentLoopHTTP is BenchmarkDeepAgentLoop with the model behind
+// the local provider server, per wire format: each step encodes the whole
+// history, so per-step cost grows with N by the cost of that encoding.
+func BenchmarkDeepAgentLoopHTTP(b *testing.B) {
+	for _, api := range wireAPIs {
+		for _, n := range []int{10, 50, 200} {
+			b.Run(fmt.Sprintf("%s/steps=%d", api.name, n), func(b *testing.B) {
+				srv := localProvider(b, benchModel(n))
+				a := newLongRunAgent(b, api.model(b, srv, benchIdentity.Model), nil)
+				benchSteps(b, n, func(int) { runLongRun(b, a, n) })
+			})
+		}
+	}
+}
+
+func benchModel(steps int) *longRunModel {
+	m := newLongRunModel(benchIdentity, steps, shortNote)
+	m.usage = linearUsage
+	return m
+}
+
+// benchSteps times run (one whole run of steps steps per call) and reports
+// per-step time, bytes and allocations.
+func benchSteps(b *testing.B, steps int, run func(i int)) {
+	run(-1) // warm caches and pools outside the timing
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		run(i)
+		i++
+	}
+	b.StopTimer()
+	runtime.ReadMemStats(&after)
+	per := float64(b.N * steps)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/step")
+	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/step")
+	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/per, "allocs/step")
+}
