@@ -41,7 +41,9 @@ type longRunModel struct {
 	record func(req *llm.Request)
 }
 
-func notePath(step int) string { return fmt.Sprintf("/notes/%d.md", (step%longRunFiles+longRunFiles)%longRunFiles) }
+func notePath(step int) string {
+	return fmt.Sprintf("/notes/%d.md", (step%longRunFiles+longRunFiles)%longRunFiles)
+}
 
 func newLongRunModel(id llm.Identity, steps int, content func(step int) string) *longRunModel {
 	m := &longRunModel{id: id, steps: steps, calls: make([][]llm.ToolCall, steps+1)}
