@@ -11,32 +11,45 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// benchIdentity is the benchmarked model: an Anthropic model (so prompt
-// caching marks every request) whose context window the catalog does not
-// know, so that Deep Agents' message-count defaults apply and old
-// write_file arguments are truncated from the twentieth message on.
-var benchIdentity = llm.Identity{Provider: "anthropic", Model: "claude-scripted"}
+// benchIdentity is the benchmarked model: one whose context window the
+// catalog does not know, so that Deep Agents' message-count defaults apply
+// and old write_file arguments are truncated from the twentieth message on,
+// and that is not an Anthropic model, so prompt caching passes its requests
+// through. anthropicIdentity is the same with prompt caching at work.
+var (
+	benchIdentity     = llm.Identity{Provider: "fake", Model: "scripted"}
+	anthropicIdentity = llm.Identity{Provider: "anthropic", Model: "claude-scripted"}
+)
 
 // BenchmarkDeepAgentLoop runs long runs (see longRunModel) through the
-// default deep agent, with no checkpointer and with the SQLite one. The
-// per-step metrics divide by the steps of one run; a flat ns/step from
-// N=10 to N=800 is a run whose cost is linear in its length.
+// default deep agent: with no checkpointer, with the SQLite one, and on an
+// Anthropic model, whose requests prompt caching marks (it copies the
+// message list of every request to do so). The per-step metrics divide by
+// the steps of one run; a flat ns/step from N=10 to N=800 is a run whose
+// cost is linear in its length.
 func BenchmarkDeepAgentLoop(b *testing.B) {
-	for _, n := range []int{10, 50, 200, 800} {
+	steps := []int{10, 50, 200, 800}
+	for _, n := range steps {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			a := newLongRunAgent(b, benchModel(n), nil)
+			a := newLongRunAgent(b, benchModel(benchIdentity, n), nil)
 			benchSteps(b, n, func(int) { runLongRun(b, a, n) })
 		})
 	}
-	for _, n := range []int{10, 50, 200, 800} {
+	for _, n := range steps {
 		b.Run(fmt.Sprintf("sqlite/steps=%d", n), func(b *testing.B) {
 			cp, err := checkpoint.OpenSQLite(filepath.Join(b.TempDir(), "threads.db"), checkpoint.SQLiteConfig{})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer cp.Close()
-			a := newLongRunAgent(b, benchModel(n), cp)
+			a := newLongRunAgent(b, benchModel(benchIdentity, n), cp)
 			benchSteps(b, n, func(i int) { runLongRun(b, a, n, agent.WithThread(fmt.Sprintf("run-%d", i))) })
+		})
+	}
+	for _, n := range steps {
+		b.Run(fmt.Sprintf("anthropic/steps=%d", n), func(b *testing.B) {
+			a := newLongRunAgent(b, benchModel(anthropicIdentity, n), nil)
+			benchSteps(b, n, func(int) { runLongRun(b, a, n) })
 		})
 	}
 }
@@ -48,16 +61,16 @@ func BenchmarkDeepAgentLoopHTTP(b *testing.B) {
 	for _, api := range wireAPIs {
 		for _, n := range []int{10, 50, 200} {
 			b.Run(fmt.Sprintf("%s/steps=%d", api.name, n), func(b *testing.B) {
-				srv := localProvider(b, benchModel(n))
-				a := newLongRunAgent(b, api.model(b, srv, benchIdentity.Model), nil)
+				srv := localProvider(b, benchModel(anthropicIdentity, n))
+				a := newLongRunAgent(b, api.model(b, srv, "scripted"), nil)
 				benchSteps(b, n, func(int) { runLongRun(b, a, n) })
 			})
 		}
 	}
 }
 
-func benchModel(steps int) *longRunModel {
-	m := newLongRunModel(benchIdentity, steps, shortNote)
+func benchModel(id llm.Identity, steps int) *longRunModel {
+	m := newLongRunModel(id, steps, shortNote)
 	m.usage = linearUsage
 	return m
 }

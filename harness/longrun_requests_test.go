@@ -63,8 +63,8 @@ var longRunCases = []struct {
 	content func(int) string
 	usage   func(*llm.Request, int) llm.Usage
 }{
-	{"uncatalogued-usage", benchIdentity, longNote, approxUsage},
-	{"uncatalogued-no-usage", benchIdentity, longNote, nil},
+	{"uncatalogued-usage", anthropicIdentity, longNote, approxUsage},
+	{"uncatalogued-no-usage", anthropicIdentity, longNote, nil},
 	{"catalogued", llm.Identity{Provider: "anthropic", Model: "claude-sonnet-4-6"}, shortNote, linearUsage},
 }
 

@@ -77,6 +77,11 @@ type Agent struct {
 	limit    int
 	mwNames  []string
 	formatTS llm.ToolSpec
+	// nodes names each middleware's hook per phase, as events and errors
+	// report it ("before_model:FilesystemMiddleware").
+	nodes map[Phase][]string
+	// toolChain is every middleware's WrapToolCall around the tool itself.
+	toolChain ToolHandler
 }
 
 // Errors returned by New and Invoke.
@@ -124,6 +129,12 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: middleware %q appears twice in the stack; names must be unique", name)
 		}
 		a.mwNames = append(a.mwNames, name)
+		for _, ph := range []Phase{PhaseBeforeAgent, PhaseBeforeModel, PhaseAfterModel, PhaseAfterAgent} {
+			if a.nodes == nil {
+				a.nodes = make(map[Phase][]string, 4)
+			}
+			a.nodes[ph] = append(a.nodes[ph], string(ph)+":"+name)
+		}
 		all = append(all, mw.Tools()...)
 		for _, k := range mw.StateKeys() {
 			a.keys[k.Name] = k
@@ -145,6 +156,13 @@ func New(cfg Config) (*Agent, error) {
 		}
 		a.tools[spec.Name] = t
 		a.specs = append(a.specs, spec)
+	}
+	a.toolChain = a.executeTool
+	for i := len(cfg.Middleware) - 1; i >= 0; i-- {
+		mw, next := cfg.Middleware[i], a.toolChain
+		a.toolChain = func(ctx context.Context, req *ToolRequest) (*ToolResponse, error) {
+			return mw.WrapToolCall(ctx, req, next)
+		}
 	}
 	if cfg.ResponseFormat != nil {
 		f := *cfg.ResponseFormat
@@ -373,7 +391,7 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 				u.Files[p] = &fd
 			}
 		}
-		st, err := apply(ex.st, u, a.keys)
+		st, err := ex.apply(u)
 		if err != nil {
 			return nil, fmt.Errorf("agent: input: %w", err)
 		}
@@ -393,7 +411,7 @@ func (ex *exec) keepFinished(done map[string]*ToolResponse) error {
 		}
 		u := resp.Update.Merge(&Update{Messages: []llm.Message{resp.Message}})
 		u.JumpTo = JumpNone
-		st, err := apply(ex.st, u, ex.a.keys)
+		st, err := ex.apply(u)
 		if err != nil {
 			return fmt.Errorf("agent: tool %s: %w", call.Name, err)
 		}
@@ -444,7 +462,12 @@ type exec struct {
 	usage        llm.Usage
 	tokenStream  bool
 	pendingTools map[string]*ToolResponse
+	hist         history
+	chain        ModelHandler // every WrapModelCall around callModel
 }
+
+// apply applies u to the run's state, appending messages to its history.
+func (ex *exec) apply(u *Update) (*State, error) { return apply(ex.st, u, ex.a.keys, &ex.hist) }
 
 func (ex *exec) loop(ctx context.Context) (*Result, error) {
 	a := ex.a
@@ -560,7 +583,7 @@ func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done 
 		default:
 			fn = mw.AfterAgent
 		}
-		node := string(phase) + ":" + mw.Name()
+		node := ex.a.nodes[phase][i]
 		u, herr := fn(withSlot(ctx, node), ex.st)
 		if herr != nil {
 			ex.pos.Index = k
@@ -570,7 +593,7 @@ func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done 
 			return "", false, nil, fmt.Errorf("agent: %s: %w", node, herr)
 		}
 		if !u.IsEmpty() {
-			st, aerr := apply(ex.st, u, ex.a.keys)
+			st, aerr := ex.apply(u)
 			if aerr != nil {
 				return "", false, nil, fmt.Errorf("agent: %s: %w", node, aerr)
 			}
@@ -651,8 +674,10 @@ func (ex *exec) model(ctx context.Context) (*Result, error) {
 		Model: a.cfg.Model,
 		State: ex.st,
 	}
-	handler := ex.modelChain()
-	resp, err := handler(withSlot(ctx, "model"), req)
+	if ex.chain == nil {
+		ex.chain = ex.modelChain()
+	}
+	resp, err := ex.chain(withSlot(ctx, "model"), req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -678,18 +703,23 @@ func (ex *exec) model(ctx context.Context) (*Result, error) {
 	ex.usage.Add(resp.Response.Usage)
 	// The wrapper's update (e.g. a summarization event) lands before the
 	// new message; jumps belong to hooks, not to model wrappers.
-	u := resp.Update.Merge(&Update{Messages: []llm.Message{msg}}).Merge(ex.structuredAnswer(msg))
+	u := &Update{Messages: []llm.Message{msg}}
+	if sa := ex.structuredAnswer(msg); resp.Update != nil || sa != nil {
+		u = resp.Update.Merge(u).Merge(sa)
+	}
 	u.JumpTo = JumpNone
-	st, err := apply(ex.st, u, a.keys)
+	st, err := ex.apply(u)
 	if err != nil {
 		return nil, fmt.Errorf("agent: model step: %w", err)
 	}
 	ex.st = st
-	final := *resp.Response
-	if m, ok := ex.st.LastAssistant(); ok {
-		final.Message = m
+	if ex.r.emitter != nil {
+		final := *resp.Response
+		if m, ok := ex.st.LastAssistant(); ok {
+			final.Message = m
+		}
+		ex.r.emit(Event{Type: EventModelEnd, Agent: ex.r.path, Step: ex.steps, Response: &final})
 	}
-	ex.r.emit(Event{Type: EventModelEnd, Agent: ex.r.path, Step: ex.steps, Response: &final})
 	return nil, ex.save(ctx, nil, nil)
 }
 
@@ -801,21 +831,19 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 			return
 		}
 		tr := &toolRun{call: call, base: ex.st, keys: ex.a.keys}
-		tctx := context.WithValue(withSlot(ctx, "tools:"+call.ID), toolKey{}, tr)
-		resp, err := ex.callTool(tctx, tr, call)
+		resp, err := ex.callTool(&toolCtx{Context: ctx, slot: slot{id: "tools:" + call.ID}, tr: tr}, tr, call)
 		tr.mu.Lock()
 		outs[i] = outcome{resp: resp, err: err, events: tr.events}
 		tr.mu.Unlock()
 	}
-	if len(calls) == 1 {
-		runOne(0)
-	} else {
-		var wg sync.WaitGroup
-		for i := range calls {
-			wg.Go(func() { runOne(i) })
-		}
-		wg.Wait()
+	// The first call runs on this goroutine, whose stack has already grown
+	// to what tools need; the others run alongside it.
+	var wg sync.WaitGroup
+	for i := 1; i < len(calls); i++ {
+		wg.Go(func() { runOne(i) })
 	}
+	runOne(0)
+	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -847,32 +875,27 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		for _, ev := range o.events {
 			ex.r.emit(ev)
 		}
-		u := o.resp.Update.Merge(&Update{Messages: []llm.Message{o.resp.Message}})
-		u.JumpTo = JumpNone
-		st, err := apply(ex.st, u, ex.a.keys)
+		u := &Update{Messages: []llm.Message{o.resp.Message}}
+		if o.resp.Update != nil {
+			u = o.resp.Update.Merge(u)
+			u.JumpTo = JumpNone
+		}
+		st, err := ex.apply(u)
 		if err != nil {
 			return nil, fmt.Errorf("agent: tool %s: %w", calls[i].Name, err)
 		}
 		ex.st = st
-		msg := ex.st.Messages[len(ex.st.Messages)-1]
-		ex.r.emit(Event{Type: EventToolEnd, Agent: ex.r.path, Step: ex.steps, ToolCall: &calls[i], ToolResult: &msg})
+		if ex.r.emitter != nil {
+			msg := ex.st.Messages[len(ex.st.Messages)-1]
+			ex.r.emit(Event{Type: EventToolEnd, Agent: ex.r.path, Step: ex.steps, ToolCall: &calls[i], ToolResult: &msg})
+		}
 	}
 	ex.pendingTools = nil
 	return nil, ex.save(ctx, nil, nil)
 }
 
 func (ex *exec) callTool(ctx context.Context, tr *toolRun, call llm.ToolCall) (*ToolResponse, error) {
-	h := ToolHandler(func(ctx context.Context, req *ToolRequest) (*ToolResponse, error) {
-		return ex.execute(ctx, tr, req)
-	})
-	mws := ex.a.cfg.Middleware
-	for i := len(mws) - 1; i >= 0; i-- {
-		mw, next := mws[i], h
-		h = func(ctx context.Context, req *ToolRequest) (*ToolResponse, error) {
-			return mw.WrapToolCall(ctx, req, next)
-		}
-	}
-	resp, err := h(ctx, &ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st})
+	resp, err := ex.a.toolChain(ctx, &ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st})
 	if err != nil || resp == nil {
 		return resp, err
 	}
@@ -888,8 +911,19 @@ func (ex *exec) callTool(ctx context.Context, tr *toolRun, call llm.ToolCall) (*
 	return resp, nil
 }
 
-// execute is the innermost tool handler.
-func (ex *exec) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (resp *ToolResponse, err error) {
+// executeTool is the innermost tool handler. It finds the call's toolRun in
+// ctx; a wrapper that called on with a context of its own has cut the tool
+// off from its run, so the tool's state updates could not arrive anyway.
+func (a *Agent) executeTool(ctx context.Context, req *ToolRequest) (*ToolResponse, error) {
+	tr, _ := ctx.Value(toolKey{}).(*toolRun)
+	if tr == nil {
+		tr = &toolRun{call: req.Call}
+	}
+	return a.execute(ctx, tr, req)
+}
+
+// execute runs the tool of a call.
+func (a *Agent) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (resp *ToolResponse, err error) {
 	call := req.Call
 	msg := func(res tool.Result) *ToolResponse {
 		m := llm.Message{Role: llm.RoleTool, Name: call.Name, ToolCallID: call.ID, Content: res.Content, IsError: res.IsError, Artifact: res.Artifact}
@@ -903,7 +937,7 @@ func (ex *exec) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (res
 		return &ToolResponse{Message: m, Update: u}
 	}
 	if req.Tool == nil {
-		return msg(tool.Errorf("Error: tool %q does not exist. Available tools: %s.", call.Name, strings.Join(ex.availableTools(), ", "))), nil
+		return msg(tool.Errorf("Error: tool %q does not exist. Available tools: %s.", call.Name, strings.Join(a.availableTools(), ", "))), nil
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -924,9 +958,9 @@ func (ex *exec) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (res
 	return msg(res), nil
 }
 
-func (ex *exec) availableTools() []string {
-	names := make([]string, 0, len(ex.a.specs))
-	for _, s := range ex.a.specs {
+func (a *Agent) availableTools() []string {
+	names := make([]string, 0, len(a.specs))
+	for _, s := range a.specs {
 		names = append(names, s.Name)
 	}
 	return names

@@ -26,6 +26,9 @@ type run struct {
 	step    atomic.Int64 // steps taken so far, stamped on custom events
 	// tokenStream says whether model calls stream; nested runs inherit it.
 	tokenStream bool
+
+	memoMu sync.Mutex
+	memos  map[any]any // see RunMemo
 }
 
 type runKey struct{}
@@ -107,6 +110,31 @@ func Configurable(ctx context.Context, key string) (any, bool) {
 	return nil, false
 }
 
+// RunMemo returns the value stored under key for the running invocation,
+// storing init() there on first use. Middleware keep in it what they
+// computed for the messages of a run, so that the next model call of the
+// run extends that work instead of redoing it for the whole history.
+// Outside a run it returns init() without storing it. The hooks, model
+// calls and tools of a run share the value: guard it if they may use it at
+// the same time.
+func RunMemo[T any](ctx context.Context, key any, init func() T) T {
+	r := runFrom(ctx)
+	if r == nil {
+		return init()
+	}
+	r.memoMu.Lock()
+	defer r.memoMu.Unlock()
+	if v, ok := r.memos[key].(T); ok {
+		return v
+	}
+	v := init()
+	if r.memos == nil {
+		r.memos = map[any]any{}
+	}
+	r.memos[key] = v
+	return v
+}
+
 // CheckpointerFrom returns the checkpointer of the current run, which nested
 // agents (subagents) use to persist their own threads.
 func CheckpointerFrom(ctx context.Context) Checkpointer {
@@ -176,7 +204,7 @@ func ToolState(ctx context.Context) *State {
 	if tr.view == nil {
 		v := tr.base
 		for _, u := range tr.updates {
-			if nv, err := apply(v, u, tr.keys); err == nil {
+			if nv, err := apply(v, u, tr.keys, nil); err == nil {
 				v = nv
 			}
 		}
@@ -257,5 +285,37 @@ func InterruptKey(ctx context.Context, key string, payload any) (json.RawMessage
 }
 
 func withSlot(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, slotKey{}, &slot{id: id})
+	return &slotCtx{Context: ctx, slot: slot{id: id}}
+}
+
+// slotCtx carries the slot of a hook or of the model call: one allocation
+// per hook instead of a value context plus its slot, on the path every
+// step takes several times.
+type slotCtx struct {
+	context.Context
+	slot slot
+}
+
+func (c *slotCtx) Value(key any) any {
+	if key == (slotKey{}) {
+		return &c.slot
+	}
+	return c.Context.Value(key)
+}
+
+// toolCtx is slotCtx for a tool call, which also carries the call's toolRun.
+type toolCtx struct {
+	context.Context
+	slot slot
+	tr   *toolRun
+}
+
+func (c *toolCtx) Value(key any) any {
+	switch key {
+	case slotKey{}:
+		return &c.slot
+	case toolKey{}:
+		return c.tr
+	}
+	return c.Context.Value(key)
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"unsafe"
 
 	"github.com/dageval/dageval/harness/llm"
 )
@@ -13,6 +14,12 @@ import (
 // State is the agent's working memory, saved by the checkpointer between
 // steps. Treat a *State handed to a hook or tool as read-only: changes are
 // returned as an Update and applied by the runtime.
+//
+// The runtime never writes to the messages a State holds: a step appends
+// beyond the end of its predecessor's Messages (whose capacity ends at its
+// length), so the states of a run share one backing array, and a message at
+// a given index of a Messages slice never changes. Middleware rely on this
+// to carry work over from one model call to the next (see RunMemo).
 type State struct {
 	Messages           []llm.Message              `json:"messages"`
 	Files              map[string]FileData        `json:"files,omitempty"`
@@ -203,35 +210,16 @@ func (s *State) LastAssistant() (llm.Message, bool) {
 	return llm.Message{}, false
 }
 
-// apply returns a new state with u applied; s is not modified.
-func apply(s *State, u *Update, keys map[string]StateKey) (*State, error) {
+// apply returns a new state with u applied; s is not modified. With h, the
+// messages go to the invocation's history (see history), so that a step
+// appends to the history instead of copying it.
+func apply(s *State, u *Update, keys map[string]StateKey, h *history) (*State, error) {
 	if u.IsEmpty() {
 		return s, nil
 	}
 	n := *s
 	if u.ReplaceMessages || len(u.Messages) > 0 || len(u.RemoveMessages) > 0 {
-		var msgs []llm.Message
-		if !u.ReplaceMessages {
-			msgs = make([]llm.Message, len(s.Messages), len(s.Messages)+len(u.Messages))
-			copy(msgs, s.Messages)
-		}
-		for _, id := range u.RemoveMessages {
-			msgs = slices.DeleteFunc(msgs, func(m llm.Message) bool { return m.ID == id })
-		}
-		for _, m := range u.Messages {
-			if m.ID == "" {
-				n.Seq++
-				m.ID = "msg-" + strconv.Itoa(n.Seq)
-				msgs = append(msgs, m)
-				continue
-			}
-			if i := slices.IndexFunc(msgs, func(x llm.Message) bool { return x.ID == m.ID }); i >= 0 {
-				msgs[i] = m
-				continue
-			}
-			msgs = append(msgs, m)
-		}
-		n.Messages = msgs
+		n.Messages = applyMessages(s.Messages, u, &n.Seq, h)
 	}
 	if len(u.Files) > 0 {
 		files := make(map[string]FileData, len(s.Files)+len(u.Files))
@@ -272,6 +260,69 @@ func apply(s *State, u *Update, keys map[string]StateKey) (*State, error) {
 		n.Values = vals
 	}
 	return &n, nil
+}
+
+// applyMessages returns msgs with the update's message changes applied,
+// numbering messages without an id from *seq.
+func applyMessages(msgs []llm.Message, u *Update, seq *int, h *history) []llm.Message {
+	var out []llm.Message
+	// inPlace: out is h.arr, whose elements from len(msgs) on no state sees.
+	inPlace := h != nil && !u.ReplaceMessages && len(u.RemoveMessages) == 0 && h.holds(msgs)
+	switch {
+	case inPlace:
+		out = h.arr
+		if cap(out)-len(out) < len(u.Messages) {
+			// Double, so that a run of n messages moves its history
+			// O(log n) times in all.
+			out = slices.Grow(out, max(len(out), len(u.Messages)))
+		}
+	case !u.ReplaceMessages:
+		out = make([]llm.Message, len(msgs), len(msgs)+len(u.Messages))
+		copy(out, msgs)
+	}
+	for _, id := range u.RemoveMessages {
+		out = slices.DeleteFunc(out, func(m llm.Message) bool { return m.ID == id })
+	}
+	for _, m := range u.Messages {
+		if m.ID == "" {
+			*seq++
+			m.ID = "msg-" + strconv.Itoa(*seq)
+			out = append(out, m)
+			continue
+		}
+		if i := slices.IndexFunc(out, func(x llm.Message) bool { return x.ID == m.ID }); i >= 0 {
+			if inPlace && i < len(msgs) {
+				// Replacing a message that states hold: leave the
+				// history to them and continue on a copy.
+				out, inPlace = slices.Clone(out), false
+			}
+			out[i] = m
+			continue
+		}
+		out = append(out, m)
+	}
+	if h == nil {
+		return out
+	}
+	h.arr = out
+	// Capped at its length, so that an append by anyone holding the state
+	// reallocates instead of writing into the history's spare capacity.
+	return out[:len(out):len(out)]
+}
+
+// history is the backing array one invocation appends its messages to.
+// Every state of the invocation views a prefix of arr, capped at its
+// length; arr's spare capacity holds nothing any state can see, so
+// appending there leaves every message a state holds untouched. A state
+// that no longer ends where arr does (a replaced or removed message, a
+// state loaded from a checkpoint) starts a new array.
+type history struct {
+	arr []llm.Message
+}
+
+// holds reports whether msgs is the whole of the history so far.
+func (h *history) holds(msgs []llm.Message) bool {
+	return len(msgs) == len(h.arr) && unsafe.SliceData(msgs) == unsafe.SliceData(h.arr)
 }
 
 // Public returns a copy of the state without the private keys.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
@@ -162,6 +164,9 @@ func (m *Filesystem) offloadHumanMessage(ctx context.Context, req *agent.ModelRe
 			}
 		}
 	}
+	if update == nil && !m.anyOffloaded(ctx, req) {
+		return nil, nil
+	}
 	var out []llm.Message
 	for i, msg := range msgs {
 		p := msg.Metadata[llm.MetaEvictedTo]
@@ -182,6 +187,38 @@ func (m *Filesystem) offloadHumanMessage(ctx context.Context, req *agent.ModelRe
 		out[i] = c
 	}
 	return update, out
+}
+
+// offloadScan remembers how much of a run's history anyOffloaded searched.
+type offloadScan struct {
+	mu      sync.Mutex
+	hist    []llm.Message
+	scanned int
+	found   bool
+}
+
+type offloadScanKey struct{ m *Filesystem }
+
+// anyOffloaded reports whether the request may hold a user message that
+// was offloaded. The run's history only grows, so each model call searches
+// only the messages that are new since the previous one.
+func (m *Filesystem) anyOffloaded(ctx context.Context, req *agent.ModelRequest) bool {
+	if req.State == nil || !sameMessages(req.Messages, req.State.Messages) {
+		return true
+	}
+	sc := agent.RunMemo(ctx, offloadScanKey{m}, func() *offloadScan { return &offloadScan{} })
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	msgs := req.Messages
+	if len(msgs) < len(sc.hist) || len(sc.hist) > 0 && unsafe.SliceData(msgs) != unsafe.SliceData(sc.hist) {
+		sc.scanned, sc.found = 0, false
+	}
+	sc.hist = msgs
+	for ; sc.scanned < len(msgs) && !sc.found; sc.scanned++ {
+		msg := &msgs[sc.scanned]
+		sc.found = msg.Role == llm.RoleUser && msg.Metadata[llm.MetaEvictedTo] != ""
+	}
+	return sc.found
 }
 
 // scrubMedia replaces media blocks the model does not accept with a note,

@@ -208,6 +208,10 @@ type SummarizationMiddleware struct {
 	backend  backend.Backend
 	log      *slog.Logger
 	count    TokenCounter
+	// tools backs count when it is the approximate counter, which is then
+	// additive: a call's count is the sum of its parts' counts, so the
+	// counts of messages are carried over between calls (see convMemo).
+	tools    *toolCache
 	sessions sessionCounter
 	// withWindow and withoutWindow are the policies with their defaults
 	// resolved; the window itself is looked up per call.
@@ -266,7 +270,8 @@ func NewSummarization(opts SummarizationOptions) (*SummarizationMiddleware, erro
 		m.log = slog.Default()
 	}
 	if m.count == nil {
-		m.count = approxCounter()
+		m.tools = newToolCache()
+		m.count = approxCounterWith(m.tools)
 	}
 	return m, nil
 }
@@ -290,13 +295,25 @@ type policy struct {
 }
 
 func (m *SummarizationMiddleware) policyFor(model llm.ChatModel) policy {
+	return m.policyForMemo(model, nil)
+}
+
+// policyForMemo is policyFor asking ContextWindow once per run and model.
+func (m *SummarizationMiddleware) policyForMemo(model llm.ChatModel, memo *convMemo) policy {
 	if m.opts.ContextWindow != nil {
 		if id, ok := llm.IdentityOf(model); ok {
-			if w, ok := m.opts.ContextWindow(id); ok && w > 0 {
-				p := m.withWindow
-				p.window = w
-				return p
+			if memo != nil && memo.policySet && memo.policyID == id {
+				return memo.policy
 			}
+			p := m.withoutWindow
+			if w, ok := m.opts.ContextWindow(id); ok && w > 0 {
+				p = m.withWindow
+				p.window = w
+			}
+			if memo != nil {
+				memo.policyID, memo.policy, memo.policySet = id, p, true
+			}
+			return p
 		}
 	}
 	return m.withoutWindow
@@ -381,6 +398,11 @@ type view struct {
 	msgs []llm.Message
 	// stateLen is the number of messages in state.
 	stateLen int
+	// memo, when set, describes the run's history that msgs views; see
+	// convMemo. truncated says msgs has truncated arguments the memo's
+	// token counts do not reflect.
+	memo      *convMemo
+	truncated bool
 }
 
 // stateIndex maps an index of v.msgs to the index of the same message in state.
@@ -407,21 +429,31 @@ func (v *view) firstNew() int {
 	return 1
 }
 
-func (m *SummarizationMiddleware) viewOf(msgs []llm.Message, s *agent.State) view {
+func (m *SummarizationMiddleware) viewOf(msgs []llm.Message, s *agent.State, memo *convMemo) view {
 	v := view{msgs: msgs, stateLen: len(msgs)}
 	if s == nil {
 		return v
 	}
 	raw, ok := s.Values[SummarizationEventKey]
 	if !ok || raw == nil {
+		v.memo = memo
 		return v
 	}
-	var ev SummarizationEvent
-	if err := json.Unmarshal(raw, &ev); err != nil || ev.CutoffIndex < 0 {
-		m.log.Warn("SummarizationMiddleware: ignoring a malformed summarization event; the model sees the full history", "error", err)
+	ev := memo.event(raw)
+	if ev == nil {
+		ev = &SummarizationEvent{}
+		if err := json.Unmarshal(raw, ev); err != nil || ev.CutoffIndex < 0 {
+			m.log.Warn("SummarizationMiddleware: ignoring a malformed summarization event; the model sees the full history", "error", err)
+			return view{msgs: msgs, stateLen: len(msgs)}
+		}
+		memo.setEvent(raw, ev)
+	}
+	v.event = ev
+	if memo != nil && ev.CutoffIndex <= len(msgs) {
+		v.memo = memo
+		v.msgs = memo.viewOn(ev, msgs)
 		return v
 	}
-	v.event = &ev
 	cut := min(ev.CutoffIndex, len(msgs))
 	out := make([]llm.Message, 0, len(msgs)-cut+1)
 	out = append(out, ev.SummaryMessage)
@@ -434,9 +466,29 @@ func (m *SummarizationMiddleware) viewOf(msgs []llm.Message, s *agent.State) vie
 // everything up to and including it.
 func (m *SummarizationMiddleware) tokens(system []llm.Block, v *view, tools []llm.ToolSpec) int {
 	if j, used := v.reportedUsage(); j >= 0 {
-		return used + m.count(nil, v.msgs[j+1:], nil)
+		return used + m.viewTokens(v, j+1, len(v.msgs))
+	}
+	if m.tools != nil && v.memo != nil {
+		return blocksTokens(system) + m.viewTokens(v, 0, len(v.msgs)) + m.tools.total(tools)
 	}
 	return m.count(system, v.msgs, tools)
+}
+
+// viewTokens counts v.msgs[i:j], from the run's memo when the counter is
+// additive and the view is the memo's.
+func (m *SummarizationMiddleware) viewTokens(v *view, i, j int) int {
+	if m.tools == nil || v.memo == nil || v.truncated {
+		return m.count(nil, v.msgs[i:j], nil)
+	}
+	n := 0
+	if v.event != nil && i == 0 && j > 0 {
+		n += v.memo.summaryTokens
+		i = 1
+	}
+	if i < j {
+		n += v.memo.tokensTo(v.stateIndex(j-1)+1) - v.memo.tokensTo(v.stateIndex(i))
+	}
+	return n
 }
 
 // reportedUsage finds the last assistant message in view that reports usage
@@ -473,13 +525,7 @@ func (m *SummarizationMiddleware) remember(model llm.ChatModel) {
 // WrapModelCall implements agent.Middleware.
 func (m *SummarizationMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
 	m.remember(req.Model)
-	v := m.viewOf(req.Messages, req.State)
-	p := m.policyFor(req.Model)
-	total := m.tokens(req.System, &v, req.Tools)
-	if msgs, changed := m.truncateArgs(v.msgs, total, p); changed {
-		v.msgs = msgs
-		total = m.tokens(req.System, &v, req.Tools)
-	}
+	v, p, total := m.prepare(ctx, req)
 	if !p.anyMet(p.trigger, total, len(v.msgs), 1) {
 		resp, err := next(ctx, withMessages(req, v.msgs))
 		if err == nil || !isContextOverflow(err) {
@@ -489,6 +535,31 @@ func (m *SummarizationMiddleware) WrapModelCall(ctx context.Context, req *agent.
 		return m.summarizeAndCall(ctx, req, next, &v, p, err)
 	}
 	return m.summarizeAndCall(ctx, req, next, &v, p, nil)
+}
+
+// prepare builds what the model would see without a new summary, with its
+// policy and its token count.
+func (m *SummarizationMiddleware) prepare(ctx context.Context, req *agent.ModelRequest) (view, policy, int) {
+	memo := m.memoFor(ctx, req)
+	if memo != nil {
+		defer memo.mu.Unlock()
+	}
+	v := m.viewOf(req.Messages, req.State, memo)
+	p := m.policyForMemo(req.Model, memo)
+	total := m.tokens(req.System, &v, req.Tools)
+	if msgs, saved, changed := m.truncateArgs(&v, total, p); changed {
+		v.msgs, v.truncated = msgs, true
+		if saved >= 0 {
+			// Truncation only shortens assistant messages before the
+			// cutoff; with reported usage none is counted.
+			if j, _ := v.reportedUsage(); j < 0 {
+				total -= saved
+			}
+		} else {
+			total = m.tokens(req.System, &v, req.Tools)
+		}
+	}
+	return v, p, total
 }
 
 // withMessages returns req, or a copy sending msgs when they differ.
@@ -502,7 +573,7 @@ func withMessages(req *agent.ModelRequest, msgs []llm.Message) *agent.ModelReque
 }
 
 func (m *SummarizationMiddleware) summarizeAndCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler, v *view, p policy, overflow error) (*agent.ModelResponse, error) {
-	cut := m.cutoff(v.msgs, p.keep, p, true)
+	cut := m.cutoff(v.msgs, p.keep, p, true, nil)
 	if cut <= v.firstNew() {
 		if overflow != nil {
 			return nil, fmt.Errorf("SummarizationMiddleware: the conversation does not fit the context window and there is nothing older to summarize: %w", overflow)

@@ -107,7 +107,7 @@ func (m *SummarizationMiddleware) generate(ctx context.Context, model llm.ChatMo
 	}
 	omitted := 0
 	if budget > 0 {
-		omitted = m.suffixWithin(msgs, budget)
+		omitted = m.suffixWithin(msgs, budget, nil)
 		if omitted >= len(msgs) {
 			omitted = len(msgs) - 1
 		}
@@ -133,12 +133,16 @@ func (m *SummarizationMiddleware) generate(ctx context.Context, model llm.ChatMo
 }
 
 // suffixWithin returns the smallest i such that msgs[i:] fits budget tokens
-// (len(msgs) when even the last message alone does not).
-func (m *SummarizationMiddleware) suffixWithin(msgs []llm.Message, budget int) int {
+// (len(msgs) when even the last message alone does not). suffix, when set,
+// counts msgs[i:].
+func (m *SummarizationMiddleware) suffixWithin(msgs []llm.Message, budget int, suffix func(i int) int) int {
+	if suffix == nil {
+		suffix = func(i int) int { return m.count(nil, msgs[i:], nil) }
+	}
 	lo, hi := 0, len(msgs)
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if m.count(nil, msgs[mid:], nil) <= budget {
+		if suffix(mid) <= budget {
 			hi = mid
 		} else {
 			lo = mid + 1

@@ -13,16 +13,17 @@ import (
 // cutoff returns how many leading messages of msgs a keep policy gives up.
 // With adjust, a cutoff that would separate tool results from the assistant
 // message that asked for them moves back to that message (or, when there is
-// none, forward past the results).
-func (m *SummarizationMiddleware) cutoff(msgs []llm.Message, keep Threshold, p policy, adjust bool) int {
+// none, forward past the results). suffix, when set, counts msgs[i:] faster
+// than the counter can.
+func (m *SummarizationMiddleware) cutoff(msgs []llm.Message, keep Threshold, p policy, adjust bool, suffix func(i int) int) int {
 	var c int
 	switch {
 	case keep.Messages > 0:
 		c = len(msgs) - keep.Messages
 	case keep.Tokens > 0:
-		c = m.tokenCutoff(msgs, keep.Tokens)
+		c = m.tokenCutoff(msgs, keep.Tokens, suffix)
 	case keep.Fraction > 0 && p.known:
-		c = m.tokenCutoff(msgs, p.fractionTokens(keep.Fraction))
+		c = m.tokenCutoff(msgs, p.fractionTokens(keep.Fraction), suffix)
 	case keep.Fraction > 0:
 		c = len(msgs) - keepWithoutWindow
 	}
@@ -36,11 +37,11 @@ func (m *SummarizationMiddleware) cutoff(msgs []llm.Message, keep Threshold, p p
 }
 
 // tokenCutoff keeps the longest suffix within budget, and at least the last message.
-func (m *SummarizationMiddleware) tokenCutoff(msgs []llm.Message, budget int) int {
+func (m *SummarizationMiddleware) tokenCutoff(msgs []llm.Message, budget int, suffix func(i int) int) int {
 	if len(msgs) == 0 {
 		return 0
 	}
-	return min(m.suffixWithin(msgs, budget), len(msgs)-1)
+	return min(m.suffixWithin(msgs, budget, suffix), len(msgs)-1)
 }
 
 func adjustCutoff(msgs []llm.Message, c int) int {
@@ -64,47 +65,68 @@ var truncatedTools = map[string]bool{"write_file": true, "edit_file": true}
 
 // truncateArgs shortens long string arguments of write_file and edit_file
 // calls in messages older than the truncation keep policy, when its trigger
-// is met. msgs is not modified; the result is a copy when anything changed.
-func (m *SummarizationMiddleware) truncateArgs(msgs []llm.Message, total int, p policy) ([]llm.Message, bool) {
+// is met. v.msgs is not modified; the result is a copy when anything
+// changed. saved is how many tokens the truncation saves, or -1 when only
+// counting the result says.
+func (m *SummarizationMiddleware) truncateArgs(v *view, total int, p policy) (msgs []llm.Message, saved int, changed bool) {
+	msgs = v.msgs
 	if len(p.truncTrigger) == 0 || !p.anyMet(p.truncTrigger, total, len(msgs), 1) {
-		return msgs, false
+		return msgs, 0, false
 	}
-	cut := m.cutoff(msgs, p.truncKeep, p, false)
+	var suffix func(i int) int
+	if m.tools != nil && v.memo != nil {
+		suffix = func(i int) int { return m.viewTokens(v, i, len(v.msgs)) }
+	}
+	cut := m.cutoff(msgs, p.truncKeep, p, false, suffix)
 	ta := m.opts.TruncateArgs
+	if v.memo != nil {
+		return v.memo.truncated(v, cut, ta, m.tools != nil)
+	}
 	var out []llm.Message
 	for i := 0; i < cut; i++ {
-		msg := &msgs[i]
-		if msg.Role != llm.RoleAssistant {
-			continue
-		}
-		var calls []llm.ToolCall
-		for k, tc := range msg.ToolCalls {
-			if !truncatedTools[tc.Name] {
-				continue
-			}
-			args, changed := truncateJSONArgs(tc.Args, ta.MaxLength, ta.Text)
-			if !changed {
-				continue
-			}
-			if calls == nil {
-				calls = slices.Clone(msg.ToolCalls)
-			}
-			calls[k].Args = args
-		}
-		if calls == nil {
+		c, ok := truncateMessage(&msgs[i], ta)
+		if !ok {
 			continue
 		}
 		if out == nil {
 			out = slices.Clone(msgs)
 		}
-		c := *msg
-		c.ToolCalls = calls
 		out[i] = c
 	}
 	if out == nil {
-		return msgs, false
+		return msgs, 0, false
 	}
-	return out, true
+	return out, -1, true
+}
+
+// truncateMessage returns msg with its long write_file and edit_file
+// arguments truncated, or false when it has none.
+func truncateMessage(msg *llm.Message, ta TruncateArgsOptions) (llm.Message, bool) {
+	if msg.Role != llm.RoleAssistant {
+		return llm.Message{}, false
+	}
+	var calls []llm.ToolCall
+	for k, tc := range msg.ToolCalls {
+		// A string value longer than MaxLength characters takes more
+		// than MaxLength bytes of JSON.
+		if !truncatedTools[tc.Name] || len(tc.Args) <= ta.MaxLength {
+			continue
+		}
+		args, changed := truncateJSONArgs(tc.Args, ta.MaxLength, ta.Text)
+		if !changed {
+			continue
+		}
+		if calls == nil {
+			calls = slices.Clone(msg.ToolCalls)
+		}
+		calls[k].Args = args
+	}
+	if calls == nil {
+		return llm.Message{}, false
+	}
+	c := *msg
+	c.ToolCalls = calls
+	return c, true
 }
 
 // truncateJSONArgs shortens the top-level string values of a JSON object

@@ -48,8 +48,9 @@ func approxTokens(system []llm.Block, messages []llm.Message, tools []llm.ToolSp
 // the size of every tool schema it has measured, so that the dozens of tools
 // an agent offers on every call are not re-measured each time. The cache
 // holds one entry per tool name and is safe for concurrent use.
-func approxCounter() TokenCounter {
-	c := newToolCache()
+func approxCounter() TokenCounter { return approxCounterWith(newToolCache()) }
+
+func approxCounterWith(c *toolCache) TokenCounter {
 	return func(system []llm.Block, messages []llm.Message, tools []llm.ToolSpec) int {
 		return blocksTokens(system) + messagesTokens(messages) + c.total(tools)
 	}

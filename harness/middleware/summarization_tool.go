@@ -101,7 +101,7 @@ func (m *SummarizationToolMiddleware) compact(ctx context.Context, _ json.RawMes
 		agentModel = ref.m
 	}
 	p := s.policyFor(agentModel)
-	v := s.viewOf(st.Messages, st)
+	v := s.viewOf(st.Messages, st, nil)
 	tokens := 0
 	if j, used := v.reportedUsage(); j >= 0 {
 		tokens = used + s.count(nil, v.msgs[j+1:], nil)
@@ -111,7 +111,7 @@ func (m *SummarizationToolMiddleware) compact(ctx context.Context, _ json.RawMes
 	if !p.anyMet(p.trigger, tokens, len(v.msgs), compactEligibility) {
 		return tool.Text(compactNothingText), nil
 	}
-	cut := s.cutoff(v.msgs, p.keep, p, true)
+	cut := s.cutoff(v.msgs, p.keep, p, true, nil)
 	if cut <= v.firstNew() {
 		return tool.Text(compactNothingText), nil
 	}

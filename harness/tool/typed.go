@@ -18,6 +18,7 @@ import (
 type Schema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
+	quick    *quickCheck // nil unless the schema is flat
 }
 
 // Resolved schemas are immutable and safe for concurrent use, so equal
@@ -71,7 +72,8 @@ func parseSchema(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve JSON Schema: %w", err)
 	}
-	return &Schema{raw: compact(raw), resolved: r}, nil
+	raw = compact(raw)
+	return &Schema{raw: raw, resolved: r, quick: newQuickCheck(raw)}, nil
 }
 
 // SchemaFor infers the JSON Schema of the Go type T from its json and
@@ -103,7 +105,7 @@ func inferSchema[T any]() (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve JSON Schema of %v: %w", reflect.TypeFor[T](), err)
 	}
-	return &Schema{raw: raw, resolved: r}, nil
+	return &Schema{raw: raw, resolved: r, quick: newQuickCheck(raw)}, nil
 }
 
 // JSON returns the schema document; callers must not modify it.
@@ -114,6 +116,9 @@ func (s *Schema) JSON() json.RawMessage { return s.raw }
 func (s *Schema) Validate(args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if s.quick != nil && s.quick.valid(args) {
+		return nil
 	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
