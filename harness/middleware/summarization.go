@@ -204,10 +204,10 @@ type SummarizationEvent struct {
 // reads is bounded by default when the window is known.
 type SummarizationMiddleware struct {
 	agent.Base
-	opts     SummarizationOptions
-	backend  backend.Backend
-	log      *slog.Logger
-	count    TokenCounter
+	opts    SummarizationOptions
+	backend backend.Backend
+	log     *slog.Logger
+	count   TokenCounter
 	// tools backs count when it is the approximate counter, which is then
 	// additive: a call's count is the sum of its parts' counts, so the
 	// counts of messages are carried over between calls (see convMemo).
