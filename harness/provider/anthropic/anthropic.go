@@ -30,6 +30,11 @@ type Model struct {
 
 	schemaMu sync.RWMutex
 	schemas  map[string]sdk.ToolInputSchemaParam // by raw tool schema
+
+	// The content blocks of the messages of earlier requests, and the
+	// tools, encoded (see provider.Encoded).
+	blocks provider.Encoded[[]sdk.ContentBlockParamUnion]
+	tools  provider.Encoded[sdk.ToolUnionParam]
 }
 
 var (

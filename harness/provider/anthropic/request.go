@@ -34,18 +34,25 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 		}
 		p.System = append(p.System, textBlock(b))
 	}
-	msgs, system, err := messages(req.Messages)
+	msgs, system, err := m.convertMessages(req.Messages)
 	if err != nil {
 		return p, err
 	}
 	p.System = append(p.System, system...)
 	p.Messages = msgs
-	for _, t := range req.Tools {
-		tp, err := m.toolParam(t)
-		if err != nil {
-			return p, err
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		tu, ok := m.tools.Tool(t)
+		if !ok {
+			tp, err := m.toolParam(*t)
+			if err != nil {
+				return p, err
+			}
+			var size int
+			tu, size = preEncode(sdk.ToolUnionParam{OfTool: tp})
+			m.tools.PutTool(t, tu, size)
 		}
-		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: tp})
+		p.Tools = append(p.Tools, tu)
 	}
 	if tc := req.ToolChoice; tc != nil {
 		switch tc.Mode {
@@ -120,11 +127,18 @@ func textBlock(b llm.Block) sdk.TextBlockParam {
 // system prompt; later ones stay in place as system-role messages. Tool
 // results become tool_result blocks of a user turn, and consecutive turns of
 // the same role are merged, as the API expects.
-func messages(in []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error) {
+func (model *Model) convertMessages(in []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error) {
 	var out []sdk.MessageParam
 	var system []sdk.TextBlockParam
 	leading := true
 	for i, m := range in {
+		if m.Role != llm.RoleSystem {
+			if blocks, ok := model.blocks.Message(&in[i]); ok {
+				out = appendTurn(out, turnRole(m.Role), blocks)
+				leading = false
+				continue
+			}
+		}
 		switch m.Role {
 		case llm.RoleSystem:
 			var blocks []sdk.TextBlockParam
@@ -144,21 +158,44 @@ func messages(in []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error
 			if err != nil {
 				return nil, nil, err
 			}
-			out = appendTurn(out, llm.RoleUser, blocks)
+			out = appendTurn(out, llm.RoleUser, model.remember(&in[i], blocks))
 		case llm.RoleAssistant:
 			blocks, err := assistantBlocks(m, i)
 			if err != nil {
 				return nil, nil, err
 			}
-			out = appendTurn(out, llm.RoleAssistant, blocks)
+			out = appendTurn(out, llm.RoleAssistant, model.remember(&in[i], blocks))
 		case llm.RoleTool:
-			out = appendTurn(out, llm.RoleUser, []sdk.ContentBlockParamUnion{toolResult(m)})
+			out = appendTurn(out, llm.RoleUser, model.remember(&in[i], []sdk.ContentBlockParamUnion{toolResult(m)}))
 		default:
 			return nil, nil, fmt.Errorf("anthropic: message %d has unknown role %q", i, m.Role)
 		}
 		leading = false
 	}
 	return out, system, nil
+}
+
+// turnRole is the role of the turn a message's blocks join.
+func turnRole(r llm.Role) llm.Role {
+	if r == llm.RoleTool {
+		return llm.RoleUser
+	}
+	return r
+}
+
+// remember encodes a message's blocks for later requests and returns them.
+// They are capped at their length: appendTurn appends to the blocks of the
+// turn they start.
+func (model *Model) remember(m *llm.Message, blocks []sdk.ContentBlockParamUnion) []sdk.ContentBlockParamUnion {
+	enc := make([]sdk.ContentBlockParamUnion, len(blocks))
+	size := 0
+	for k, b := range blocks {
+		var n int
+		enc[k], n = preEncode(b)
+		size += n
+	}
+	model.blocks.PutMessage(m, enc, size)
+	return enc
 }
 
 func appendTurn(out []sdk.MessageParam, role llm.Role, blocks []sdk.ContentBlockParamUnion) []sdk.MessageParam {

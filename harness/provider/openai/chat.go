@@ -29,25 +29,42 @@ func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNew
 	if sys := req.SystemText(); sys != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(sys))
 	}
-	for i, msg := range req.Messages {
-		mp, err := chatMessage(msg, i)
-		if err != nil {
-			return p, err
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		mp, ok := m.chatMessages.Message(msg)
+		if !ok {
+			var err error
+			if mp, err = chatMessage(*msg, i); err != nil {
+				return p, err
+			}
+			size := 0
+			if mp != nil {
+				enc, n := preEncode(*mp)
+				mp, size = &enc, n
+			}
+			m.chatMessages.PutMessage(msg, mp, size)
 		}
 		if mp != nil {
 			p.Messages = append(p.Messages, *mp)
 		}
 	}
-	for _, t := range req.Tools {
-		params, err := m.toolSchema(t.Parameters)
-		if err != nil {
-			return p, fmt.Errorf("openai: tool %s: %w", t.Name, err)
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		tp, ok := m.chatTools.Tool(t)
+		if !ok {
+			params, err := m.toolSchema(t.Parameters)
+			if err != nil {
+				return p, fmt.Errorf("openai: tool %s: %w", t.Name, err)
+			}
+			fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
+			if t.Description != "" {
+				fd.Description = param.NewOpt(t.Description)
+			}
+			var size int
+			tp, size = preEncode(sdk.ChatCompletionFunctionTool(fd))
+			m.chatTools.PutTool(t, tp, size)
 		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
-		if t.Description != "" {
-			fd.Description = param.NewOpt(t.Description)
-		}
-		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(fd))
+		p.Tools = append(p.Tools, tp)
 	}
 	if tc := req.ToolChoice; tc != nil {
 		switch tc.Mode {

@@ -33,6 +33,14 @@ type Model struct {
 
 	schemaMu sync.RWMutex
 	schemas  map[string]map[string]any // tool parameters by raw schema
+
+	// The messages and tools of earlier requests, encoded (see
+	// provider.Encoded). A chat entry holds nil for a message that sends
+	// nothing.
+	chatMessages  provider.Encoded[*sdk.ChatCompletionMessageParamUnion]
+	chatTools     provider.Encoded[sdk.ChatCompletionToolUnionParam]
+	responseItems provider.Encoded[[]responses.ResponseInputItemUnionParam]
+	responseTools provider.Encoded[responses.ToolUnionParam]
 }
 
 var (

@@ -29,26 +29,45 @@ func (m *Model) responsesParams(req *llm.Request) (responses.ResponseNewParams, 
 		p.Instructions = param.NewOpt(sys)
 	}
 	var items responses.ResponseInputParam
-	for i, msg := range req.Messages {
-		its, err := inputItems(msg, i)
-		if err != nil {
-			return p, err
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		its, ok := m.responseItems.Message(msg)
+		if !ok {
+			var err error
+			if its, err = inputItems(*msg, i); err != nil {
+				return p, err
+			}
+			size := 0
+			for k := range its {
+				var n int
+				its[k], n = preEncode(its[k])
+				size += n
+			}
+			m.responseItems.PutMessage(msg, its, size)
 		}
 		items = append(items, its...)
 	}
 	p.Input.OfInputItemList = items
-	for _, t := range req.Tools {
-		params, err := m.toolSchema(t.Parameters)
-		if err != nil {
-			return p, fmt.Errorf("openai: tool %s: %w", t.Name, err)
+	for i := range req.Tools {
+		t := &req.Tools[i]
+		tp, ok := m.responseTools.Tool(t)
+		if !ok {
+			params, err := m.toolSchema(t.Parameters)
+			if err != nil {
+				return p, fmt.Errorf("openai: tool %s: %w", t.Name, err)
+			}
+			// Strict defaults to true in the Responses API, which would
+			// reject ordinary schemas; tool arguments are validated by our
+			// own tools.
+			ft := &responses.FunctionToolParam{Name: t.Name, Parameters: params, Strict: param.NewOpt(false)}
+			if t.Description != "" {
+				ft.Description = param.NewOpt(t.Description)
+			}
+			var size int
+			tp, size = preEncode(responses.ToolUnionParam{OfFunction: ft})
+			m.responseTools.PutTool(t, tp, size)
 		}
-		// Strict defaults to true in the Responses API, which would reject
-		// ordinary schemas; tool arguments are validated by our own tools.
-		ft := &responses.FunctionToolParam{Name: t.Name, Parameters: params, Strict: param.NewOpt(false)}
-		if t.Description != "" {
-			ft.Description = param.NewOpt(t.Description)
-		}
-		p.Tools = append(p.Tools, responses.ToolUnionParam{OfFunction: ft})
+		p.Tools = append(p.Tools, tp)
 	}
 	if tc := req.ToolChoice; tc != nil {
 		switch tc.Mode {
