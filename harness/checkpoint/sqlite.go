@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,27 @@ type SQLiteConfig struct {
 	// (SQLite synchronous=FULL). By default a Put survives a crash of the
 	// process at once and a power loss after the next WAL checkpoint.
 	SyncEveryPut bool
+	// WALCheckpointPages is how many pages (of 4 KiB) the write-ahead log
+	// grows to before SQLite copies it into the database
+	// (wal_autocheckpoint); 0 means DefaultWALCheckpointPages.
+	WALCheckpointPages int
+	// WALSizeLimit is how many bytes of the write-ahead log stay on disk
+	// once it was copied into the database (journal_size_limit); 0 means
+	// DefaultWALSizeLimit, negative keeps the log at the size it grew to.
+	// With the two, the log stays bounded during a run and after a crash.
+	WALSizeLimit int64
+	// KeepWALAfterRun leaves the write-ahead log as it is when a run ends
+	// or pauses. By default the Put that ends a run copies the log into the
+	// database and truncates it, so that between runs the file is the
+	// database alone.
+	KeepWALAfterRun bool
 }
+
+// Defaults of SQLiteConfig's write-ahead log bounds.
+const (
+	DefaultWALCheckpointPages = 256     // 1 MiB
+	DefaultWALSizeLimit       = 1 << 20 // bytes
+)
 
 // SQLite is an agent.Checkpointer over one SQLite file holding any number of
 // threads. Each Put appends one row with what changed since the previous Put
@@ -67,6 +88,7 @@ type SQLite struct {
 	maxCache int
 	latest   *sql.Stmt // SELECT max(seq) of a thread
 	insert   *sql.Stmt // INSERT one row
+	keepWAL  bool
 }
 
 // entry is a thread's latest state as this process last wrote or read it.
@@ -87,7 +109,19 @@ func OpenSQLite(path string, cfg SQLiteConfig) (*SQLite, error) {
 	if cfg.SyncEveryPut {
 		syncMode = "FULL"
 	}
-	dsn := "file:" + escapePath(path) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + syncMode + ")&_txlock=immediate"
+	pages := cfg.WALCheckpointPages
+	if pages <= 0 {
+		pages = DefaultWALCheckpointPages
+	}
+	limit := cfg.WALSizeLimit
+	switch {
+	case limit == 0:
+		limit = DefaultWALSizeLimit
+	case limit < 0:
+		limit = -1
+	}
+	dsn := "file:" + escapePath(path) + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + syncMode + ")" +
+		"&_pragma=wal_autocheckpoint(" + strconv.Itoa(pages) + ")&_pragma=journal_size_limit(" + strconv.FormatInt(limit, 10) + ")&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
@@ -95,7 +129,7 @@ func OpenSQLite(path string, cfg SQLiteConfig) (*SQLite, error) {
 	// One connection: SQLite serialises writers anyway, and the per-connection
 	// pragmas then hold for every statement.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{path: path, db: db, cache: map[string]*list.Element{}, lru: list.New(), maxCache: cfg.CachedThreads}
+	s := &SQLite{path: path, db: db, cache: map[string]*list.Element{}, lru: list.New(), maxCache: cfg.CachedThreads, keepWAL: cfg.KeepWALAfterRun}
 	if s.maxCache <= 0 {
 		s.maxCache = DefaultCachedThreads
 	}
@@ -262,7 +296,19 @@ func (s *SQLite) Put(ctx context.Context, thread string, cp *agent.Checkpoint) e
 	if err := s.put(ctx, thread, cp); err != nil {
 		return s.errorf("thread %s: %w", thread, err)
 	}
+	if !s.keepWAL && (cp.Next.Phase == agent.PhaseDone || len(cp.Interrupts) > 0) {
+		s.truncateWAL(ctx)
+	}
 	return nil
+}
+
+// truncateWAL copies the write-ahead log into the database and empties it,
+// at the end of a run: the log otherwise keeps the size it grew to. The
+// rows are committed already, so a checkpoint that cannot finish (another
+// process is reading) is left to SQLite's automatic ones.
+func (s *SQLite) truncateWAL(ctx context.Context) {
+	var busy, frames, copied int64
+	_ = s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied)
 }
 
 func (s *SQLite) put(ctx context.Context, thread string, cp *agent.Checkpoint) error {

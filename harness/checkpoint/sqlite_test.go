@@ -1,6 +1,7 @@
 package checkpoint_test
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -282,4 +283,71 @@ func TestConcurrentOpenOfNewFile(t *testing.T) {
 	threads, err := openSQLite(t, path, checkpoint.SQLiteConfig{}).Threads(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"t0", "t1", "t2", "t3"}, threads)
+}
+
+// diskBytes is what the checkpoint file takes on disk: the database and its
+// write-ahead log.
+func diskBytes(t *testing.T, path string) (db, wal int64) {
+	t.Helper()
+	for _, p := range []*struct {
+		name string
+		n    *int64
+	}{{path, &db}, {path + "-wal", &wal}} {
+		if fi, err := os.Stat(p.name); err == nil {
+			*p.n = fi.Size()
+		}
+	}
+	return db, wal
+}
+
+// walWatcher records the largest write-ahead log seen after any Put, which
+// is what a crash at that moment would leave on disk.
+type walWatcher struct {
+	*checkpoint.SQLite
+	t   *testing.T
+	max int64
+}
+
+func (w *walWatcher) Put(ctx context.Context, thread string, cp *agent.Checkpoint) error {
+	err := w.SQLite.Put(ctx, thread, cp)
+	if _, wal := diskBytes(w.t, w.Path()); wal > w.max {
+		w.max = wal
+	}
+	return err
+}
+
+// Right after a run, with the checkpointer still open, the file is the
+// database alone (the run's last Put folds the write-ahead log into it)
+// and grows linearly with the run; during the run the log stays within
+// its bound. (The log used to sit at about 4 MiB.)
+func TestFileBoundedWhileOpen(t *testing.T) {
+	perStep := map[int]float64{}
+	for _, steps := range []int{50, 200} {
+		path := filepath.Join(t.TempDir(), "cp.db")
+		cp, err := checkpoint.OpenSQLite(path, checkpoint.SQLiteConfig{})
+		require.NoError(t, err)
+		w := &walWatcher{SQLite: cp, t: t}
+		runWriter(t, w, steps, "t")
+		db, wal := diskBytes(t, path)
+		assert.Zero(t, wal, "write-ahead log after a %d-step run", steps)
+		assert.LessOrEqual(t, w.max, int64(checkpoint.DefaultWALCheckpointPages*4096+checkpoint.DefaultWALSizeLimit), "largest write-ahead log during a %d-step run", steps)
+		perStep[steps] = float64(db+wal) / float64(steps)
+		t.Logf("%d steps: database %d bytes, log %d bytes, largest log during the run %d bytes", steps, db, wal, w.max)
+		if steps == 200 {
+			assert.LessOrEqual(t, db+wal, int64(512<<10), "database and log after 200 steps")
+		}
+		require.NoError(t, cp.Close())
+	}
+	assert.InDelta(t, perStep[50], perStep[200], perStep[50]*0.25, "bytes per step: %v", perStep)
+}
+
+// KeepWALAfterRun leaves the log to SQLite's own checkpoints.
+func TestKeepWALAfterRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cp.db")
+	cp, err := checkpoint.OpenSQLite(path, checkpoint.SQLiteConfig{KeepWALAfterRun: true})
+	require.NoError(t, err)
+	defer cp.Close()
+	runWriter(t, cp, 20, "t")
+	_, wal := diskBytes(t, path)
+	assert.NotZero(t, wal)
 }
