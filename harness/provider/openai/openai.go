@@ -153,14 +153,14 @@ func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewP
 	if err != nil {
 		return nil, err
 	}
-	r, err := m.responses.New(ctx, params, append(opts, extra...)...)
-	if err != nil {
+	var body answerBody
+	if _, err := m.responses.New(ctx, params, append(append(opts, option.WithResponseBodyInto(&body)), extra...)...); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			return m.timed(capture)(m.streamResponses(ctx, params, keepAll, answerClient(a)))
 		}
 		return nil, m.classify(ctx, err, capture)
 	}
-	return m.timed(capture)(m.fromResponse(r))
+	return m.timed(capture)(m.fromResponse(body.r))
 }
 
 // chatOnce is one Chat Completions attempt; nMessages is the request's

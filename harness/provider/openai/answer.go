@@ -1,0 +1,142 @@
+package openai
+
+import (
+	"bytes"
+
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// answerMembers are the members of a Responses API answer fromResponse
+// reads. The answer also echoes the request (tools with their schemas,
+// instructions, settings), which decoding it whole through the SDK's
+// reflection-driven decoder spends most of its time on.
+var answerMembers = [][]byte{[]byte("status"), []byte("output"), []byte("usage"), []byte("incomplete_details"), []byte("error"), []byte("model")}
+
+// answerBody is the destination of a Responses API answer: the SDK's
+// Response, decoded from the members fromResponse reads only. The SDK hands
+// it the whole body once its JSON is known to be valid, as it would hand
+// it to Response itself, so failures read as they always did.
+type answerBody struct{ r *responses.Response }
+
+func (b *answerBody) UnmarshalJSON(raw []byte) error {
+	if string(raw) == "null" {
+		b.r = nil
+		return nil
+	}
+	if trimmed, ok := trimObject(raw, answerMembers); ok {
+		raw = trimmed
+	}
+	r := &responses.Response{}
+	if err := r.UnmarshalJSON(raw); err != nil {
+		return err
+	}
+	b.r = r
+	return nil
+}
+
+// trimObject returns the JSON object raw (valid JSON) with only the members
+// named in keep, the first of each name as the SDK's decoder reads it, or
+// false when raw is not an object or has keys it would have to unescape.
+func trimObject(raw []byte, keep [][]byte) ([]byte, bool) {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	found := make([][]byte, len(keep))
+	i++
+	for {
+		i = skipSpace(raw, i)
+		if i < len(raw) && raw[i] == '}' {
+			break
+		}
+		if i >= len(raw) || raw[i] != '"' {
+			return nil, false
+		}
+		keyEnd := endOfString(raw, i)
+		key := raw[i+1 : keyEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return nil, false
+		}
+		i = skipSpace(raw, keyEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		start := skipSpace(raw, i+1)
+		end := endOfValue(raw, start)
+		for k, name := range keep {
+			if found[k] == nil && bytes.Equal(key, name) {
+				found[k] = raw[start:end]
+			}
+		}
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i++
+		}
+	}
+	out := make([]byte, 0, 512)
+	out = append(out, '{')
+	for k, v := range found {
+		if v == nil {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, keep[k]...)
+		out = append(out, '"', ':')
+		out = append(out, v...)
+	}
+	return append(out, '}'), true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index just past the string literal starting at i.
+func endOfString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// endOfValue returns the index just past the (valid) value starting at i.
+func endOfValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = endOfString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
