@@ -20,7 +20,8 @@ import (
 // requests of a run and never modifies) and checked field by field
 // against a copy of them before it is used, so a part that was modified
 // or rebuilt is encoded afresh. The comparisons cost little: equal strings
-// and byte slices that share memory compare without reading it.
+// that share memory compare without reading it, and tool arguments are
+// compared at memory speed.
 type Encoded[V any] struct {
 	mu sync.Mutex
 	// Two generations bound the memory: when cur is full it becomes old,
@@ -90,6 +91,10 @@ func (c *Encoded[V]) PutMessage(m *llm.Message, v V, size int) {
 	e := &encodedPart[V]{msg: *m, v: v, size: size}
 	e.msg.Content = slices.Clone(m.Content)
 	e.msg.ToolCalls = slices.Clone(m.ToolCalls)
+	for i := range e.msg.ToolCalls {
+		// Bytes, unlike strings, can change in place: keep a copy.
+		e.msg.ToolCalls[i].Args = bytes.Clone(m.ToolCalls[i].Args)
+	}
 	e.msg.InvalidToolCalls = slices.Clone(m.InvalidToolCalls)
 	e.cc = make([]llm.CacheControl, len(m.Content))
 	for i, b := range m.Content {
@@ -113,6 +118,7 @@ func (c *Encoded[V]) Tool(t *llm.ToolSpec) (V, bool) {
 // PutTool remembers that t encodes to v, which takes about size bytes.
 func (c *Encoded[V]) PutTool(t *llm.ToolSpec, v V, size int) {
 	e := &encodedPart[V]{tool: *t, v: v, size: size}
+	e.tool.Parameters = bytes.Clone(t.Parameters)
 	if t.CacheControl != nil {
 		e.toolC = *t.CacheControl
 	}
