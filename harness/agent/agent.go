@@ -790,17 +790,17 @@ func (ex *exec) pendingCalls() (*llm.Message, []llm.ToolCall) {
 		return nil, nil
 	}
 	last := &msgs[idx]
-	answered := map[string]bool{}
-	for _, m := range msgs[idx+1:] {
-		if m.Role == llm.RoleTool {
-			answered[m.ToolCallID] = true
-		}
-	}
+	// Only the few messages after the call can answer it: a scan beats a set.
+	answers := msgs[idx+1:]
 	var pending []llm.ToolCall
 	for _, tc := range last.ToolCalls {
-		if !answered[tc.ID] {
-			pending = append(pending, tc)
+		if slices.ContainsFunc(answers, func(m llm.Message) bool { return m.Role == llm.RoleTool && m.ToolCallID == tc.ID }) {
+			continue
 		}
+		if pending == nil {
+			pending = make([]llm.ToolCall, 0, len(last.ToolCalls))
+		}
+		pending = append(pending, tc)
 	}
 	return last, pending
 }
@@ -930,8 +930,15 @@ func (a *Agent) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (res
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		var u *Update
-		for _, x := range tr.updates {
-			u = u.Merge(x)
+		switch len(tr.updates) {
+		case 0:
+		case 1:
+			// The tool handed the update over; nothing modifies it.
+			u = tr.updates[0]
+		default:
+			for _, x := range tr.updates {
+				u = u.Merge(x)
+			}
 		}
 		tr.consumed = len(tr.updates)
 		return &ToolResponse{Message: m, Update: u}

@@ -26,7 +26,12 @@ func ValidatePath(p string, allowedPrefixes ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	clean := path.Clean("/" + slashed)
+	clean := slashed
+	if !strings.HasPrefix(clean, "/") {
+		clean = "/" + clean
+	}
+	// Clean leaves a clean path as it is, without allocating: most are.
+	clean = path.Clean(clean)
 	if len(allowedPrefixes) > 0 {
 		ok := false
 		for _, pre := range allowedPrefixes {

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 )
@@ -12,9 +13,10 @@ import (
 // "valid" where the general validator would: anything it is unsure of
 // goes to the general validator, which also words the errors.
 type quickCheck struct {
-	props    map[string]string // property → JSON type
-	required []string
-	closed   bool // additionalProperties is false
+	names    []string // properties
+	types    []string // their JSON types
+	required uint64   // bit i: names[i] is required
+	closed   bool     // additionalProperties is false
 }
 
 // Keywords a flat schema may use, beyond type and properties: the rest
@@ -40,18 +42,22 @@ func newQuickCheck(raw json.RawMessage) *quickCheck {
 	if json.Unmarshal(doc["type"], &typ) != nil || typ != "object" {
 		return nil
 	}
-	q := &quickCheck{props: map[string]string{}}
+	q := &quickCheck{}
 	if ap, ok := doc["additionalProperties"]; ok {
 		if string(ap) != "false" {
 			return nil
 		}
 		q.closed = true
 	}
-	if r, ok := doc["required"]; ok && json.Unmarshal(r, &q.required) != nil {
+	var required []string
+	if r, ok := doc["required"]; ok && json.Unmarshal(r, &required) != nil {
 		return nil
 	}
 	var props map[string]map[string]json.RawMessage
 	if p, ok := doc["properties"]; ok && json.Unmarshal(p, &props) != nil {
+		return nil
+	}
+	if len(props) > 64 {
 		return nil
 	}
 	for name, prop := range props {
@@ -64,41 +70,63 @@ func newQuickCheck(raw json.RawMessage) *quickCheck {
 		if json.Unmarshal(prop["type"], &t) != nil || !slices.Contains(quickTypes, t) {
 			return nil
 		}
-		q.props[name] = t
+		q.names = append(q.names, name)
+		q.types = append(q.types, t)
 	}
-	for _, r := range q.required {
-		if _, ok := q.props[r]; !ok {
+	for _, r := range required {
+		i := slices.Index(q.names, r)
+		if i < 0 {
 			return nil
 		}
+		q.required |= 1 << i
 	}
 	return q
 }
 
 // valid reports whether args surely match the schema; false means "ask
-// the general validator".
+// the general validator". It reads args in place, without decoding.
 func (q *quickCheck) valid(args json.RawMessage) bool {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(args, &obj) != nil || obj == nil {
+	if !json.Valid(args) {
 		return false
 	}
-	for k, v := range obj {
-		t, known := q.props[k]
-		if !known {
+	i := skipSpace(args, 0)
+	if args[i] != '{' {
+		return false
+	}
+	var seen uint64
+	for i++; ; {
+		i = skipSpace(args, i)
+		if args[i] == '}' {
+			break
+		}
+		keyEnd := endOfString(args, i)
+		key := args[i+1 : keyEnd-1]
+		i = skipSpace(args, keyEnd) + 1 // past ':'
+		start := skipSpace(args, i)
+		end := endOfValue(args, start)
+		i = skipSpace(args, end)
+		if args[i] == ',' {
+			i++
+		}
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false // a key the validator would unescape
+		}
+		k := slices.IndexFunc(q.names, func(n string) bool { return n == string(key) })
+		if k < 0 {
 			if q.closed {
 				return false
 			}
 			continue
 		}
-		if !quickType(t, v) {
+		if seen&(1<<k) != 0 {
+			return false // repeated: the validator sees the last one only
+		}
+		seen |= 1 << k
+		if !quickType(q.types[k], args[start:end]) {
 			return false
 		}
 	}
-	for _, r := range q.required {
-		if _, ok := obj[r]; !ok {
-			return false
-		}
-	}
-	return true
+	return seen&q.required == q.required
 }
 
 // quickType reports whether a valid JSON value surely has the type; long
@@ -122,4 +150,51 @@ func quickType(t string, v json.RawMessage) bool {
 		return true
 	}
 	return false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index just past the string literal at i.
+func endOfString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// endOfValue returns the index just past the (valid) value at i.
+func endOfValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = endOfString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
 }
