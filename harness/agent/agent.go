@@ -704,7 +704,7 @@ func (ex *exec) model(ctx context.Context) (*Result, error) {
 	// The wrapper's update (e.g. a summarization event) lands before the
 	// new message; jumps belong to hooks, not to model wrappers.
 	u := &Update{Messages: []llm.Message{msg}}
-	if sa := ex.structuredAnswer(msg); resp.Update != nil || sa != nil {
+	if sa := ex.structuredAnswer(msg); resp.Update != nil || !sa.IsEmpty() {
 		u = resp.Update.Merge(u).Merge(sa)
 	}
 	u.JumpTo = JumpNone
@@ -848,19 +848,23 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	var ints []PendingInterrupt
-	done := map[string]*ToolResponse{}
 	for i, o := range outs {
-		var ie *InterruptError
-		if errors.As(o.err, &ie) {
-			ints = append(ints, PendingInterrupt{ID: ie.ID, Value: ie.Value})
+		if o.err == nil {
 			continue
 		}
-		if o.err != nil {
+		var ie *InterruptError
+		if !errors.As(o.err, &ie) {
 			return nil, fmt.Errorf("agent: tool %s: %w", calls[i].Name, o.err)
 		}
-		done[calls[i].ID] = o.resp
+		ints = append(ints, PendingInterrupt{ID: ie.ID, Value: ie.Value})
 	}
 	if len(ints) > 0 {
+		done := map[string]*ToolResponse{}
+		for i, o := range outs {
+			if o.err == nil {
+				done[calls[i].ID] = o.resp
+			}
+		}
 		for _, o := range outs {
 			for _, ev := range o.events {
 				ex.r.emit(ev)
@@ -877,8 +881,12 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		}
 		u := &Update{Messages: []llm.Message{o.resp.Message}}
 		if o.resp.Update != nil {
-			u = o.resp.Update.Merge(u)
-			u.JumpTo = JumpNone
+			// The tool's changes, then its message: Merge without the
+			// copies, as nothing but apply reads this update.
+			c := *o.resp.Update
+			c.Messages = append(slices.Clip(c.Messages), o.resp.Message)
+			c.JumpTo = JumpNone
+			u = &c
 		}
 		st, err := ex.apply(u)
 		if err != nil {
