@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -144,8 +144,8 @@ func runLongRun(tb testing.TB, a *harness.Agent, steps int, opts ...agent.Option
 
 // localProvider starts the local provider server answering with m. It is
 // the only place naming the server's package.
-func localProvider(tb testing.TB, m llm.ChatModel) *fakes.Server {
-	srv := fakes.NewServer(m)
+func localProvider(tb testing.TB, m llm.ChatModel) *llmserver.Server {
+	srv := llmserver.NewServer(m)
 	tb.Cleanup(srv.Close)
 	return srv
 }
@@ -153,26 +153,26 @@ func localProvider(tb testing.TB, m llm.ChatModel) *fakes.Server {
 // wireAPI is one wire format a long run can go over.
 type wireAPI struct {
 	name  string
-	model func(tb testing.TB, srv *fakes.Server, modelID string) llm.ChatModel
+	model func(tb testing.TB, srv *llmserver.Server, modelID string) llm.ChatModel
 }
 
 var wireAPIs = []wireAPI{
-	{"anthropic", func(tb testing.TB, srv *fakes.Server, modelID string) llm.ChatModel {
+	{"anthropic", func(tb testing.TB, srv *llmserver.Server, modelID string) llm.ChatModel {
 		m, err := anthropic.New(provider.Config{Model: modelID, BaseURL: srv.URL, APIKey: "test-key"})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return m
 	}},
-	{"openai-chat", func(tb testing.TB, srv *fakes.Server, modelID string) llm.ChatModel {
+	{"openai-chat", func(tb testing.TB, srv *llmserver.Server, modelID string) llm.ChatModel {
 		return openaiModel(tb, srv, modelID, false)
 	}},
-	{"openai-responses", func(tb testing.TB, srv *fakes.Server, modelID string) llm.ChatModel {
+	{"openai-responses", func(tb testing.TB, srv *llmserver.Server, modelID string) llm.ChatModel {
 		return openaiModel(tb, srv, modelID, true)
 	}},
 }
 
-func openaiModel(tb testing.TB, srv *fakes.Server, modelID string, responses bool) llm.ChatModel {
+func openaiModel(tb testing.TB, srv *llmserver.Server, modelID string, responses bool) llm.ChatModel {
 	m, err := openai.New(provider.Config{Kind: provider.KindOpenAI, Model: modelID, BaseURL: srv.OpenAIBaseURL(), APIKey: "test-key", UseResponsesAPI: &responses})
 	if err != nil {
 		tb.Fatal(err)

@@ -12,14 +12,21 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 )
 
-// stateLog keeps every state the run saves.
+// stateLog keeps every state the run saves, and a deep copy of its
+// messages as they were when it was saved.
 type stateLog struct {
 	agent.MemoryCheckpointer
 	states []*agent.State
+	seen   [][]llm.Message
 }
 
 func (s *stateLog) Put(ctx context.Context, thread string, cp *agent.Checkpoint) error {
 	s.states = append(s.states, cp.State)
+	c := make([]llm.Message, len(cp.State.Messages))
+	for i, m := range cp.State.Messages {
+		c[i] = m.Clone()
+	}
+	s.seen = append(s.seen, c)
 	return s.MemoryCheckpointer.Put(ctx, thread, cp)
 }
 
@@ -56,19 +63,10 @@ func TestStatesShareTheirHistory(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5, res.Steps)
 
-	// What every saved state held when it was saved, copied deeply.
-	var seen [][]llm.Message
-	for _, s := range log.states {
-		c := make([]llm.Message, len(s.Messages))
-		for i, m := range s.Messages {
-			c[i] = m.Clone()
-		}
-		seen = append(seen, c)
-	}
 	shared := 0
 	for i, s := range log.states {
 		assert.Equal(t, len(s.Messages), cap(s.Messages), "state %d has spare capacity others could write into", i)
-		assert.Equal(t, seen[i], s.Messages, "state %d changed after it was saved", i)
+		assert.Equal(t, log.seen[i], s.Messages, "state %d changed after it was saved", i)
 		if i > 0 && len(s.Messages) > len(log.states[i-1].Messages) && unsafe.SliceData(s.Messages) == unsafe.SliceData(log.states[i-1].Messages) {
 			shared++
 		}
