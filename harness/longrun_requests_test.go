@@ -24,11 +24,13 @@ var updateLongRun = flag.Bool("update-longrun", false, "rewrite testdata/longrun
 // structure sharing changed no request. Regenerate only for an intended
 // change in what the model sees: go test ./harness/ -run LongRun -update-longrun.
 
-// longRunSteps is the length of the golden runs in process; over the wire
-// wireRunSteps is enough to cross the summarization trigger once.
+// longRunSteps is the length of the golden runs in process. Over the wire
+// (where the local server decodes every request strictly, which is slow
+// under the race detector) wireRunSteps cover argument truncation and
+// every kind of message; the summaries are pinned in process.
 const (
 	longRunSteps = 300
-	wireRunSteps = 120
+	wireRunSteps = 60
 )
 
 // longNote is what a golden step writes: a few thousand characters, so that
