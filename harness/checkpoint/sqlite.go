@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,24 +42,29 @@ type SQLiteConfig struct {
 	SyncEveryPut bool
 	// WALCheckpointPages is how many pages (of 4 KiB) the write-ahead log
 	// grows to before SQLite copies it into the database
-	// (wal_autocheckpoint); 0 means DefaultWALCheckpointPages.
+	// (wal_autocheckpoint); 0 means DefaultWALCheckpointPages. Fewer pages
+	// keep the log smaller during a run, at the price of more frequent
+	// checkpoints, each of which waits for the disk.
 	WALCheckpointPages int
-	// WALSizeLimit is how many bytes of the write-ahead log stay on disk
-	// once it was copied into the database (journal_size_limit); 0 means
-	// DefaultWALSizeLimit, negative keeps the log at the size it grew to.
-	// With the two, the log stays bounded during a run and after a crash.
+	// WALSizeLimit is how many bytes of write-ahead log may stay on disk
+	// once a run has ended or paused: the Put that ends a run with a
+	// larger log copies it into the database and truncates it, and after
+	// SQLite's own checkpoints the log is cut back to this size
+	// (journal_size_limit). 0 means DefaultWALSizeLimit; negative leaves the
+	// log at the size it grew to.
 	WALSizeLimit int64
 	// KeepWALAfterRun leaves the write-ahead log as it is when a run ends
-	// or pauses. By default the Put that ends a run copies the log into the
-	// database and truncates it, so that between runs the file is the
-	// database alone.
+	// or pauses, whatever its size.
 	KeepWALAfterRun bool
 }
 
-// Defaults of SQLiteConfig's write-ahead log bounds.
+// Defaults of SQLiteConfig's write-ahead log bounds: SQLite's own
+// checkpoint interval (so a Put costs what it always did), and a log of at
+// most 256 KiB between runs, which a short run does not reach (so it pays
+// no extra checkpoint).
 const (
-	DefaultWALCheckpointPages = 256     // 1 MiB
-	DefaultWALSizeLimit       = 1 << 20 // bytes
+	DefaultWALCheckpointPages = 1000      // about 4 MiB
+	DefaultWALSizeLimit       = 256 << 10 // bytes
 )
 
 // SQLite is an agent.Checkpointer over one SQLite file holding any number of
@@ -88,7 +94,7 @@ type SQLite struct {
 	maxCache int
 	latest   *sql.Stmt // SELECT max(seq) of a thread
 	insert   *sql.Stmt // INSERT one row
-	keepWAL  bool
+	walLimit int64 // see SQLiteConfig.WALSizeLimit; negative: keep the log
 }
 
 // entry is a thread's latest state as this process last wrote or read it.
@@ -129,7 +135,10 @@ func OpenSQLite(path string, cfg SQLiteConfig) (*SQLite, error) {
 	// One connection: SQLite serialises writers anyway, and the per-connection
 	// pragmas then hold for every statement.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{path: path, db: db, cache: map[string]*list.Element{}, lru: list.New(), maxCache: cfg.CachedThreads, keepWAL: cfg.KeepWALAfterRun}
+	s := &SQLite{path: path, db: db, cache: map[string]*list.Element{}, lru: list.New(), maxCache: cfg.CachedThreads, walLimit: limit}
+	if cfg.KeepWALAfterRun {
+		s.walLimit = -1
+	}
 	if s.maxCache <= 0 {
 		s.maxCache = DefaultCachedThreads
 	}
@@ -296,17 +305,21 @@ func (s *SQLite) Put(ctx context.Context, thread string, cp *agent.Checkpoint) e
 	if err := s.put(ctx, thread, cp); err != nil {
 		return s.errorf("thread %s: %w", thread, err)
 	}
-	if !s.keepWAL && (cp.Next.Phase == agent.PhaseDone || len(cp.Interrupts) > 0) {
-		s.truncateWAL(ctx)
+	if s.walLimit >= 0 && (cp.Next.Phase == agent.PhaseDone || len(cp.Interrupts) > 0) {
+		s.boundWAL(ctx)
 	}
 	return nil
 }
 
-// truncateWAL copies the write-ahead log into the database and empties it,
-// at the end of a run: the log otherwise keeps the size it grew to. The
-// rows are committed already, so a checkpoint that cannot finish (another
-// process is reading) is left to SQLite's automatic ones.
-func (s *SQLite) truncateWAL(ctx context.Context) {
+// boundWAL copies a write-ahead log larger than the limit into the
+// database and empties it, at the end of a run: the log otherwise keeps
+// the size it grew to, about 4 MiB. The rows are committed already, so a
+// checkpoint that cannot finish (another process is reading) is left to
+// SQLite's automatic ones.
+func (s *SQLite) boundWAL(ctx context.Context) {
+	if fi, err := os.Stat(s.path + "-wal"); err != nil || fi.Size() <= s.walLimit {
+		return
+	}
 	var busy, frames, copied int64
 	_ = s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &frames, &copied)
 }

@@ -317,9 +317,9 @@ func (w *walWatcher) Put(ctx context.Context, thread string, cp *agent.Checkpoin
 }
 
 // Right after a run, with the checkpointer still open, the file is the
-// database alone (the run's last Put folds the write-ahead log into it)
-// and grows linearly with the run; during the run the log stays within
-// its bound. (The log used to sit at about 4 MiB.)
+// database alone (the run's last Put folds the write-ahead log, larger than
+// its limit, into it) and grows linearly with the run; during the run the
+// log stays within its bound. (The log used to stay at about 4 MiB.)
 func TestFileBoundedWhileOpen(t *testing.T) {
 	perStep := map[int]float64{}
 	for _, steps := range []int{50, 200} {
@@ -341,13 +341,21 @@ func TestFileBoundedWhileOpen(t *testing.T) {
 	assert.InDelta(t, perStep[50], perStep[200], perStep[50]*0.25, "bytes per step: %v", perStep)
 }
 
-// KeepWALAfterRun leaves the log to SQLite's own checkpoints.
-func TestKeepWALAfterRun(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cp.db")
-	cp, err := checkpoint.OpenSQLite(path, checkpoint.SQLiteConfig{KeepWALAfterRun: true})
-	require.NoError(t, err)
-	defer cp.Close()
-	runWriter(t, cp, 20, "t")
-	_, wal := diskBytes(t, path)
-	assert.NotZero(t, wal)
+// A run whose log stays within the limit leaves it (sparing a checkpoint
+// that waits for the disk), and KeepWALAfterRun leaves any log to SQLite's
+// own checkpoints.
+func TestSmallLogsStay(t *testing.T) {
+	for name, cfg := range map[string]checkpoint.SQLiteConfig{
+		"within the limit": {},
+		"kept":             {KeepWALAfterRun: true, WALSizeLimit: 1},
+	} {
+		path := filepath.Join(t.TempDir(), "cp.db")
+		cp, err := checkpoint.OpenSQLite(path, cfg)
+		require.NoError(t, err)
+		runWriter(t, cp, 10, "t")
+		_, wal := diskBytes(t, path)
+		assert.NotZero(t, wal, name)
+		assert.LessOrEqual(t, wal, int64(checkpoint.DefaultWALSizeLimit), name)
+		require.NoError(t, cp.Close())
+	}
 }
