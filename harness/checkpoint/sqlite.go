@@ -94,7 +94,7 @@ type SQLite struct {
 	maxCache int
 	latest   *sql.Stmt // SELECT max(seq) of a thread
 	insert   *sql.Stmt // INSERT one row
-	walLimit int64 // see SQLiteConfig.WALSizeLimit; negative: keep the log
+	walLimit int64     // see SQLiteConfig.WALSizeLimit; negative: keep the log
 }
 
 // entry is a thread's latest state as this process last wrote or read it.
