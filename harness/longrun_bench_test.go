@@ -76,21 +76,28 @@ func benchModel(id llm.Identity, steps int) *longRunModel {
 }
 
 // benchSteps times run (one whole run of steps steps per call) and reports
-// per-step time, bytes and allocations.
+// per-step time, bytes and allocations. cpu-ns/step is the process's CPU
+// time per step (GC included), which other load on a shared machine does
+// not inflate the way it inflates ns/step.
 func benchSteps(b *testing.B, steps int, run func(i int)) {
 	run(-1) // warm caches and pools outside the timing
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	b.ResetTimer()
+	cpu := processCPU()
 	i := 0
 	for b.Loop() {
 		run(i)
 		i++
 	}
 	b.StopTimer()
+	used := processCPU() - cpu
 	runtime.ReadMemStats(&after)
 	per := float64(b.N * steps)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/per, "ns/step")
+	if cpu > 0 {
+		b.ReportMetric(float64(used.Nanoseconds())/per, "cpu-ns/step")
+	}
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/per, "B/step")
 	b.ReportMetric(float64(after.Mallocs-before.Mallocs)/per, "allocs/step")
 }
