@@ -31,9 +31,10 @@ type Model struct {
 	schemaMu sync.RWMutex
 	schemas  map[string]sdk.ToolInputSchemaParam // by raw tool schema
 
-	// The content blocks of the messages of earlier requests, and the
-	// tools, encoded (see provider.Encoded).
+	// The content blocks of the messages of earlier requests, their turns
+	// (by first message) and the tools, encoded (see provider.Encoded).
 	blocks provider.Encoded[[]sdk.ContentBlockParamUnion]
+	turns  provider.Encoded[*encodedTurn]
 	tools  provider.Encoded[sdk.ToolUnionParam]
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,17 +131,11 @@ func textBlock(b llm.Block) sdk.TextBlockParam {
 func (model *Model) convertMessages(in []llm.Message) ([]sdk.MessageParam, []sdk.TextBlockParam, error) {
 	var out []sdk.MessageParam
 	var system []sdk.TextBlockParam
+	// turns[k] says which messages out[k] holds the blocks of.
+	var turns []turnMembers
 	leading := true
 	for i, m := range in {
-		if m.Role != llm.RoleSystem {
-			if blocks, ok := model.blocks.Message(&in[i]); ok {
-				out = appendTurn(out, turnRole(m.Role), blocks)
-				leading = false
-				continue
-			}
-		}
-		switch m.Role {
-		case llm.RoleSystem:
+		if m.Role == llm.RoleSystem {
 			var blocks []sdk.TextBlockParam
 			for _, b := range m.Content {
 				if b.Type == llm.BlockText && b.Text != "" {
@@ -151,28 +146,87 @@ func (model *Model) convertMessages(in []llm.Message) ([]sdk.MessageParam, []sdk
 				system = append(system, blocks...)
 			} else if len(blocks) > 0 {
 				out = append(out, sdk.MessageParam{OfSystem: &sdk.SystemMessageParam{Content: blocks}})
+				turns = append(turns, turnMembers{first: -1})
 			}
 			continue
-		case llm.RoleUser:
-			blocks, err := contentBlocks(m.Content, i)
-			if err != nil {
-				return nil, nil, err
-			}
-			out = appendTurn(out, llm.RoleUser, model.remember(&in[i], blocks))
-		case llm.RoleAssistant:
-			blocks, err := assistantBlocks(m, i)
-			if err != nil {
-				return nil, nil, err
-			}
-			out = appendTurn(out, llm.RoleAssistant, model.remember(&in[i], blocks))
-		case llm.RoleTool:
-			out = appendTurn(out, llm.RoleUser, model.remember(&in[i], []sdk.ContentBlockParamUnion{toolResult(m)}))
-		default:
-			return nil, nil, fmt.Errorf("anthropic: message %d has unknown role %q", i, m.Role)
+		}
+		blocks, err := model.blocksOf(&in[i], i)
+		if err != nil {
+			return nil, nil, err
+		}
+		n := len(out)
+		out = appendTurn(out, turnRole(m.Role), blocks)
+		if len(out) > n {
+			turns = append(turns, turnMembers{first: i})
+		}
+		if len(blocks) > 0 {
+			t := &turns[len(turns)-1]
+			t.members = append(t.members, &blocks[0])
 		}
 		leading = false
 	}
+	for k := range out {
+		if t := turns[k]; t.first >= 0 {
+			model.encodeTurn(&out[k], &in[t.first], t.members)
+		}
+	}
 	return out, system, nil
+}
+
+// turnMembers lists the messages of one turn: the first one's index and
+// the blocks each contributed (as the block cache holds them).
+type turnMembers struct {
+	first   int
+	members []*sdk.ContentBlockParamUnion
+}
+
+// encodedTurn is a turn encoded once, valid while it holds the same
+// messages' blocks.
+type encodedTurn struct {
+	members []*sdk.ContentBlockParamUnion
+	param   sdk.MessageParam
+}
+
+// encodeTurn replaces a turn by its encoding from an earlier request, or
+// encodes it for later ones: a turn is one element for the SDK to encode,
+// where its blocks are many, each costing the SDK's union machinery even
+// when pre-encoded.
+func (model *Model) encodeTurn(p *sdk.MessageParam, first *llm.Message, members []*sdk.ContentBlockParamUnion) {
+	if e, ok := model.turns.Message(first); ok && slices.Equal(e.members, members) {
+		*p = e.param
+		return
+	}
+	enc, size := preEncode(*p)
+	if size == 0 {
+		return
+	}
+	model.turns.PutMessage(first, &encodedTurn{members: slices.Clone(members), param: enc}, size)
+	*p = enc
+}
+
+// blocksOf returns a message's blocks, converted and encoded once.
+func (model *Model) blocksOf(m *llm.Message, i int) ([]sdk.ContentBlockParamUnion, error) {
+	if blocks, ok := model.blocks.Message(m); ok {
+		return blocks, nil
+	}
+	var blocks []sdk.ContentBlockParamUnion
+	switch m.Role {
+	case llm.RoleUser:
+		var err error
+		if blocks, err = contentBlocks(m.Content, i); err != nil {
+			return nil, err
+		}
+	case llm.RoleAssistant:
+		var err error
+		if blocks, err = assistantBlocks(*m, i); err != nil {
+			return nil, err
+		}
+	case llm.RoleTool:
+		blocks = []sdk.ContentBlockParamUnion{toolResult(*m)}
+	default:
+		return nil, fmt.Errorf("anthropic: message %d has unknown role %q", i, m.Role)
+	}
+	return model.remember(m, blocks), nil
 }
 
 // turnRole is the role of the turn a message's blocks join.
