@@ -18,8 +18,11 @@ func init() {
 		usage:   "[--format text|json] FILE",
 		help: `Reads every interaction of a go-vcr cassette and decodes its answer with the
 provider adapter the request path selects (/v1/messages: Anthropic Messages,
-/chat/completions: OpenAI Chat Completions, /responses: OpenAI Responses),
-JSON bodies and event streams alike, exactly as a replayed run reads it.
+/chat/completions: OpenAI Chat Completions, /responses: OpenAI Responses,
+Azure OpenAI's deployment paths included; /model/{id}/invoke: Claude on
+Amazon Bedrock; .../publishers/anthropic/models/{m}:rawPredict: Claude on
+Vertex AI), JSON bodies, server-sent events and Bedrock's binary event
+streams alike, exactly as a replayed run reads it.
 
 For each interaction it prints index, method, url, status, streamed, api,
 outcome and the recorded latency, then either the response (model,
@@ -99,7 +102,7 @@ func runCassetteShow(ctx context.Context, e *env, args []string) error {
 // and what to do about it.
 func failureAdvice(in replay.Interaction) string {
 	if in.Outcome == replay.OutcomeNoAdapter {
-		return "a model call on an API no adapter speaks (known: /v1/messages, /chat/completions, /responses); record the run against a provider dageval speaks, or drop the interaction if the agent under test never makes this call"
+		return "a model call on an API no adapter speaks (known: /v1/messages, /chat/completions, /responses, Bedrock's /model/{id}/invoke, Vertex AI's .../publishers/anthropic/models/{m}:rawPredict); record the run against a provider dageval speaks, or drop the interaction if the agent under test never makes this call"
 	}
 	return "its successful answer cannot be decoded (" + firstLineOf(in.Error) + "); re-record it (DAGEVAL_RECORD=1), or drop it if the recording was cut short"
 }

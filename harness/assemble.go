@@ -48,6 +48,9 @@ type builder struct {
 	resolve  func(string) (llm.ChatModel, error)
 	interMap middleware.InterruptOn
 	catalog  *catalog.Catalog
+	// bedrock says the agent runs a model on Amazon Bedrock somewhere,
+	// which adds Deep Agents' Bedrock prompt caching to every stack.
+	bedrock bool
 }
 
 // New assembles a deep agent: resolve the model and its profile, build the
@@ -88,6 +91,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	b.prof = profile.MergeHarness(prof, cfg.Profile)
 	mainMatcher := b.prof.NewExclusionMatcher()
+	b.bedrock = usesBedrock(b.model, cfg.SubAgents)
 
 	// 2. Tools and backend.
 	b.tools = overrideDescriptions(cfg.Tools, b.prof)

@@ -148,7 +148,7 @@ type DescribeOptions struct {
 var builtinMiddleware = map[string]bool{
 	middleware.FilesystemName: true, middleware.SubAgentName: true, middleware.AsyncSubAgentName: true,
 	middleware.SummarizationName: true, middleware.SummarizationToolName: true, middleware.PatchToolCallsName: true,
-	middleware.TodoListName: true, middleware.AnthropicPromptCachingName: true, middleware.SkillsName: true,
+	middleware.TodoListName: true, middleware.AnthropicPromptCachingName: true, middleware.BedrockPromptCachingName: true, middleware.SkillsName: true,
 	middleware.MemoryName: true, middleware.HumanInTheLoopName: true, middleware.ToolExclusionName: true,
 	middleware.RubricName: true,
 }

@@ -42,12 +42,43 @@ func newMemory(b backend.Backend, sources []string) (agent.Middleware, error) {
 	return middleware.NewMemory(middleware.MemoryOptions{Backend: b, Sources: sources, AddCacheControl: true})
 }
 
-func newPromptCaching() agent.Middleware {
+// promptCaching is the caching tail of every stack: Anthropic's, then
+// Bedrock's when the agent runs a model on Bedrock.
+func (b *builder) promptCaching() []agent.Middleware {
 	m, err := middleware.NewAnthropicPromptCaching(middleware.PromptCachingOptions{})
 	if err != nil {
 		panic(err) // the zero options are valid
 	}
-	return m
+	out := []agent.Middleware{m}
+	if b.bedrock {
+		br, err := middleware.NewBedrockPromptCaching(middleware.PromptCachingOptions{})
+		if err != nil {
+			panic(err) // the zero options are valid
+		}
+		out = append(out, br)
+	}
+	return out
+}
+
+// usesBedrock reports whether the main model or a declarative subagent's
+// runs on Amazon Bedrock. Deep Agents adds its Bedrock caching middleware
+// to every stack when langchain-aws is installed, which an agent on
+// Bedrock needs and others mostly lack; so here it is there exactly when
+// some model of the agent is on Bedrock, and other agents assemble as
+// before.
+func usesBedrock(main llm.ChatModel, subagents []SubAgentSpec) bool {
+	if middleware.IsBedrockModel(main) {
+		return true
+	}
+	for _, s := range subagents {
+		if s.Model != nil && middleware.IsBedrockModel(s.Model) {
+			return true
+		}
+		if spec, err := llm.ParseSpec(s.ModelSpec); s.ModelSpec != "" && err == nil && middleware.IsBedrockProvider(spec.Provider) {
+			return true
+		}
+	}
+	return false
 }
 
 func newHITL(on middleware.InterruptOn) (agent.Middleware, error) {

@@ -15,9 +15,16 @@
 //     excluded by type does not take the default's slot (it is gone after
 //     the first exclusion pass): it lands after the core of the main stack
 //     and at the end of the general-purpose stack, as in Deep Agents.
-//   - Only Anthropic prompt caching is added; Deep Agents' Bedrock and
-//     Fireworks variants exist only when those Python packages are
-//     installed, and dageval has no adapters for them.
+//   - Deep Agents adds its Bedrock and Fireworks prompt caching variants to
+//     every stack when langchain-aws or langchain-fireworks is installed.
+//     Here BedrockPromptCachingMiddleware follows AnthropicPromptCaching in
+//     every stack when a model of the agent (the main one or a declarative
+//     subagent's) runs on Bedrock, which is when its Python counterpart
+//     must be installed, so other agents assemble as before; dageval has
+//     no Fireworks adapter, hence no Fireworks variant.
+//   - The Claude harness profiles are keyed by anthropic: specs, as in Deep
+//     Agents, so the same models on Bedrock or Vertex AI get no suffix
+//     unless a profile registers one for their own specs.
 //   - The Assembly lists stacks in the order the task tool offers them
 //     (main, general-purpose, then the caller's subagents as declared) and
 //     names the model of every subagent it builds, so a model change shows

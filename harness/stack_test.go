@@ -2,6 +2,7 @@ package harness_test
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -375,6 +376,35 @@ func TestPromptCachingInEveryStack(t *testing.T) {
 		assert.Contains(t, s.Middleware, cacheMW, s.Name)
 	}
 	assert.Len(t, as.Stacks, 3)
+}
+
+// TestBedrockPromptCachingInEveryStackOfABedrockAgent: an agent that runs
+// a model on Bedrock (the main model, or only a subagent's) has Deep
+// Agents' Bedrock caching variant right after Anthropic's in every stack,
+// as Deep Agents does where langchain-aws is installed; the Bedrock model's
+// requests carry the breakpoints.
+func TestBedrockPromptCachingInEveryStackOfABedrockAgent(t *testing.T) {
+	bedrockMW := middleware.BedrockPromptCachingName
+	m := fakeModel("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0")
+	a := newAgent(t, harness.Config{Model: m, Tools: []tool.Tool{echoTool(t, "lookup", "Looks things up.")},
+		SubAgents: []harness.SubAgentSpec{{Name: "w", Description: "Works.", SystemPrompt: "Work."}}})
+	as := describe(t, a)
+	require.Len(t, as.Stacks, 3)
+	for _, s := range as.Stacks {
+		i := slices.Index(s.Middleware, cacheMW)
+		require.GreaterOrEqual(t, i, 0, s.Name)
+		require.Less(t, i+1, len(s.Middleware), s.Name)
+		assert.Equal(t, bedrockMW, s.Middleware[i+1], "%s: Bedrock's variant follows Anthropic's", s.Name)
+	}
+	req := firstRequest(t, a, m)
+	assert.NotNil(t, req.Tools[len(req.Tools)-1].CacheControl, "Claude on Bedrock gets the breakpoints")
+
+	viaSubagent := newAgent(t, harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6"),
+		SubAgents: []harness.SubAgentSpec{{Name: "w", Description: "Works.", SystemPrompt: "Work.", Model: fakeModel("bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0")}}})
+	assert.Contains(t, viaSubagent.Middleware(), bedrockMW, "a subagent on Bedrock is enough")
+
+	plain := newAgent(t, harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6")})
+	assert.NotContains(t, plain.Middleware(), bedrockMW, "other agents assemble as before")
 }
 
 // Case 12: the middleware Deep Agents owns add nothing to the prompt on

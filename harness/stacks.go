@@ -66,7 +66,7 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 	}
 	core := names(mws)
 	mws = append(mws, prof.MaterializeExtraMiddleware()...)
-	mws = append(mws, newPromptCaching())
+	mws = append(mws, b.promptCaching()...)
 
 	matcher := prof.NewExclusionMatcher()
 	if mws, err = matcher.Filter(mws); err != nil {
@@ -176,7 +176,7 @@ func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.
 		mws = append(mws, sk)
 	}
 	mws = append(mws, b.prof.MaterializeExtraMiddleware()...)
-	mws = append(mws, newPromptCaching())
+	mws = append(mws, b.promptCaching()...)
 	original := names(mws)
 
 	if mws, err = matcher.Filter(mws); err != nil {
@@ -262,7 +262,7 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 	}
 	core := names(mws)
 	mws = append(mws, b.prof.MaterializeExtraMiddleware()...)
-	mws = append(mws, newPromptCaching())
+	mws = append(mws, b.promptCaching()...)
 	if b.cfg.Memory != nil {
 		mem, err := newMemory(b.backend, b.cfg.Memory)
 		if err != nil {

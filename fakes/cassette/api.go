@@ -2,6 +2,7 @@ package cassette
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -15,6 +16,14 @@ const (
 	// POST /v1beta/models/{model}:generateContent and
 	// POST /v1beta/models/{model}:streamGenerateContent (?alt=sse).
 	APIGemini = "gemini-generate-content"
+	// APIBedrockInvoke is Claude's Messages API on Amazon Bedrock: POST
+	// /model/{model}/invoke, or /invoke-with-response-stream for AWS's
+	// binary event stream; the model and stream flag live in the path.
+	APIBedrockInvoke = "bedrock-invoke"
+	// APIVertexAnthropic is Claude's Messages API on Google Vertex AI: POST
+	// /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict,
+	// or :streamRawPredict for server-sent events.
+	APIVertexAnthropic = "vertex-anthropic"
 )
 
 // Gemini's method suffixes: the model is in the path and streaming is a
@@ -24,15 +33,29 @@ const (
 	geminiStream   = ":streamGenerateContent"
 )
 
+// vertexAnthropic matches a Vertex AI path to a Claude model and captures
+// its project and location segments.
+var vertexAnthropic = regexp.MustCompile(`^(/v1/projects/)([^/]+)(/locations/)([^/]+)(/publishers/anthropic/models/[^/]+:(?:streamRawPredict|rawPredict))$`)
+
+// bedrockInvoke matches a Bedrock InvokeModel path.
+var bedrockInvoke = regexp.MustCompile(`^/model/[^/]+/(?:invoke|invoke-with-response-stream)$`)
+
 // APIOf names the wire API of a request path: APIAnthropicMessages for
-// .../v1/messages, APIOpenAIChat for .../chat/completions,
-// APIOpenAIResponses for .../responses, APIGemini for
+// .../v1/messages, APIBedrockInvoke for Bedrock's /model/{id}/invoke paths,
+// APIVertexAnthropic for Vertex AI's Claude paths, APIOpenAIChat for
+// .../chat/completions (Azure OpenAI's /openai/deployments/{d}/chat/completions
+// included), APIOpenAIResponses for .../responses (Azure's /openai/responses
+// and /openai/v1/responses included), APIGemini for
 // .../models/{model}:generateContent and :streamGenerateContent, and ""
 // for any other path.
 func APIOf(path string) string {
 	switch {
 	case strings.HasSuffix(path, "/v1/messages"):
 		return APIAnthropicMessages
+	case strings.HasPrefix(path, "/model/") && bedrockInvoke.MatchString(path):
+		return APIBedrockInvoke
+	case strings.Contains(path, "/publishers/anthropic/models/") && vertexAnthropic.MatchString(path):
+		return APIVertexAnthropic
 	case strings.HasSuffix(path, "/chat/completions"):
 		return APIOpenAIChat
 	case strings.HasSuffix(path, "/responses"):
@@ -64,21 +87,49 @@ func GeminiCall(path string) (model string, stream, ok bool) {
 	return rest[i+len("/models/"):], stream, true
 }
 
-// RoutePath is the path a request is matched on in order (MatchOrder),
-// where Gemini's whole and streamed forms of one call are one route:
-// replay decodes an answer by how it was recorded, not by how it is asked
-// for, so in order a streamed recording answers a whole call and the
-// reverse, as it does for the providers that ask for a stream in the body.
+// IsStreamPath reports whether a path asks for a stream by itself, as
+// Gemini's, Bedrock's and Vertex AI's do (elsewhere the body's "stream"
+// says).
+func IsStreamPath(path string) bool {
+	return strings.HasSuffix(path, geminiStream) || strings.HasSuffix(path, ":streamRawPredict") ||
+		strings.HasSuffix(path, "/invoke-with-response-stream") && bedrockInvoke.MatchString(path)
+}
+
+// MatchPath is the path a request is matched on by body (MatchBody): the
+// path itself, except that Vertex AI paths stand for any project and
+// location. Those segments say where a recording was made, as a host does,
+// not what was asked, and a replay in CI needs neither configured. Where a
+// path asks for a stream (IsStreamPath) it is matched as it is: a body
+// match tells a streamed call from a whole one for every provider alike.
+func MatchPath(path string) string {
+	if !strings.Contains(path, "/publishers/anthropic/models/") {
+		return path
+	}
+	return vertexAnthropic.ReplaceAllString(path, "${1}*${3}*${5}")
+}
+
+// RoutePath is the path a request is matched on in order (MatchOrder):
+// MatchPath, with the whole and streamed forms of one call (Gemini's
+// :generateContent and :streamGenerateContent, Bedrock's invoke and
+// invoke-with-response-stream, Vertex AI's rawPredict and
+// streamRawPredict) one route. Replay decodes an answer by how it was
+// recorded, not by how it is asked for, so in order a streamed recording
+// answers a whole call and the reverse, as it does for the providers that
+// ask for a stream in the body.
 //
-// Matched by body (MatchBody), the path is matched as it is: Gemini asks
-// for a stream in the path (:streamGenerateContent) where the others set
-// "stream" in the body, and a body match tells a streamed call from a
-// whole one for every provider alike. Turning a suite's `stream:` off or
-// on then misses, with a message saying so (fakes/recorder), instead of
-// replaying a recording of the other kind of call.
+// Matched by body (MatchBody), MatchPath applies instead: turning a
+// suite's `stream:` off or on then misses, with a message saying so
+// (fakes/recorder), instead of replaying a recording of the other kind of
+// call.
 func RoutePath(path string) string {
-	if strings.HasSuffix(path, geminiStream) {
+	path = MatchPath(path)
+	switch {
+	case strings.HasSuffix(path, geminiStream):
 		return strings.TrimSuffix(path, geminiStream) + geminiGenerate
+	case strings.HasSuffix(path, ":streamRawPredict"):
+		return strings.TrimSuffix(path, ":streamRawPredict") + ":rawPredict"
+	case strings.HasSuffix(path, "/invoke-with-response-stream") && bedrockInvoke.MatchString(path):
+		return strings.TrimSuffix(path, "-with-response-stream")
 	}
 	return path
 }

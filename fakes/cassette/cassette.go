@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"container/list"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v4"
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -298,20 +300,96 @@ func (c *Cassette) Marshal() ([]byte, error) {
 	slices.SortStableFunc(out.Interactions, func(a, b *vcr.Interaction) int {
 		return strings.Compare(a.Request.Headers.Get(LaneHeader), b.Request.Headers.Get(LaneHeader))
 	})
+	binary := false
 	for i, it := range out.Interactions {
 		it.ID = i
+		binary = binary || isBinaryBody(it.Request.Body, it.Request.Headers.Get("Content-Type")) ||
+			isBinaryBody(it.Response.Body, it.Response.Headers.Get("Content-Type"))
+	}
+	var v any = &out
+	if binary {
+		doc, err := binaryBodies(&out)
+		if err != nil {
+			return nil, err
+		}
+		v = doc
 	}
 	var buf bytes.Buffer
 	buf.WriteString("---\n")
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
-	if err := enc.Encode(&out); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// isBinaryBody reports whether a body is kept base64-encoded: an AWS event
+// stream, or any body YAML text could not hold byte for byte (invalid
+// UTF-8, control characters).
+func isBinaryBody(body, contentType string) bool {
+	if body == "" {
+		return false
+	}
+	if IsEventStreamType(contentType) || !utf8.ValidString(body) {
+		return true
+	}
+	for i := 0; i < len(body); i++ {
+		if c := body[i]; c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// binaryBodies is the cassette as a YAML node whose binary bodies are
+// !!binary scalars: base64 in lines of 76 characters. The tag is the
+// encoding marker; YAML decoders, go-vcr's included, turn such a scalar
+// back into the exact bytes, so the files stay loadable everywhere and
+// cassettes without binary bodies are written as before.
+func binaryBodies(c *Cassette) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := doc.Encode(c); err != nil {
+		return nil, err
+	}
+	seq := mappingValue(&doc, "interactions")
+	if seq == nil || seq.Kind != yaml.SequenceNode || len(seq.Content) != len(c.Interactions) {
+		return nil, errors.New("cassette: interactions did not encode as a sequence")
+	}
+	for i, item := range seq.Content {
+		it := c.Interactions[i]
+		for _, side := range []struct {
+			key, body, contentType string
+		}{
+			{"request", it.Request.Body, it.Request.Headers.Get("Content-Type")},
+			{"response", it.Response.Body, it.Response.Headers.Get("Content-Type")},
+		} {
+			if !isBinaryBody(side.body, side.contentType) {
+				continue
+			}
+			n := mappingValue(mappingValue(item, side.key), "body")
+			if n == nil || n.Kind != yaml.ScalarNode {
+				return nil, fmt.Errorf("cassette: interaction %d: %s body did not encode as a scalar", i, side.key)
+			}
+			n.Tag, n.Style, n.Value = "!!binary", yaml.LiteralStyle, wrapBase64(side.body)
+		}
+	}
+	return &doc, nil
+}
+
+func wrapBase64(s string) string {
+	enc := base64.StdEncoding.EncodeToString([]byte(s))
+	var b strings.Builder
+	for len(enc) > 76 {
+		b.WriteString(enc[:76])
+		b.WriteByte('\n')
+		enc = enc[76:]
+	}
+	b.WriteString(enc)
+	return b.String()
 }
 
 // statusText is the status line go-vcr would have recorded.

@@ -214,6 +214,18 @@ func bodyProblems(what, contentType, body string) []string {
 		if !json.Valid([]byte(body)) {
 			return []string{fmt.Sprintf("%s body is not valid JSON though its content type is %s", what, mt)}
 		}
+	case mt == EventStreamContentType:
+		chunks, err := BedrockChunks([]byte(body))
+		if err != nil {
+			return []string{fmt.Sprintf("%s event stream: %v", what, err)}
+		}
+		var out []string
+		for n, c := range chunks {
+			if c.Exception == "" && !json.Valid(c.Data) {
+				out = append(out, fmt.Sprintf("%s event stream chunk %d: data is not valid JSON", what, n+1))
+			}
+		}
+		return out
 	case mt == "text/event-stream":
 		var out []string
 		for n, line := range strings.Split(body, "\n") {

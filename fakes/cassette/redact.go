@@ -17,11 +17,23 @@ const Redacted = "REDACTED"
 
 // SensitiveHeaders carry credentials or account identifiers; their values are
 // replaced by Redacted before an interaction is kept in memory or saved.
+//
+// Authorization covers every cloud route: AWS SigV4 signatures and Bedrock
+// API keys, Google OAuth bearer tokens, Microsoft Entra ID tokens; Azure
+// OpenAI's key travels in Api-Key; temporary AWS credentials add their
+// session token in X-Amz-Security-Token.
 var SensitiveHeaders = []string{
 	"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Goog-Api-Key",
+	"X-Amz-Security-Token",
 	"Openai-Organization", "Openai-Project", "Anthropic-Organization-Id",
 	"Cookie", "Set-Cookie",
 }
+
+// SigningHeaders are the parts of an AWS SigV4 signature besides the
+// Authorization header: the signed date and the signed body hash. They are
+// dropped on save, since they differ on every signing and replay matching
+// never looks at them, and the secret scan refuses a cassette that has them.
+var SigningHeaders = []string{"X-Amz-Date", "X-Amz-Content-Sha256"}
 
 // SensitiveQueryParams are URL query parameters that carry credentials
 // (Gemini's native API and Azure SAS URLs put keys there).
@@ -39,10 +51,15 @@ var VolatileHeaders = []string{
 
 // DefaultSecretEnv names the environment variables that hold provider keys.
 // Their values, when set, must appear nowhere in a saved cassette.
+// The cloud routes' credential variables are here too: AWS keys and session
+// tokens, Bedrock API keys, a Google OAuth access token handed over in
+// GOOGLE_OAUTH_ACCESS_TOKEN, Entra ID tokens and client secrets.
 var DefaultSecretEnv = []string{
 	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY",
 	"OPENROUTER_API_KEY", "GROQ_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
 	"MISTRAL_API_KEY", "XAI_API_KEY", "DEEPSEEK_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY",
+	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
+	"GOOGLE_OAUTH_ACCESS_TOKEN", "AZURE_OPENAI_AD_TOKEN", "AZURE_CLIENT_SECRET",
 }
 
 // minSecretLen is the shortest configured secret that is searched for.
@@ -63,11 +80,19 @@ var secretPatterns = []struct {
 	{"an xAI API key", regexp.MustCompile(`xai-[A-Za-z0-9]{20,}`)},
 	{"a Hugging Face token", regexp.MustCompile(`hf_[A-Za-z0-9]{30,}`)},
 	{"a GitHub token", regexp.MustCompile(`(?:ghp|gho|ghs|ghu)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{40,}`)},
-	{"an AWS access key id", regexp.MustCompile(`AKIA[0-9A-Z]{16}`)},
+	{"an AWS access key id", regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`)},
+	// Bedrock API keys: long-term ones are base64 of "BedrockAPIKey-…"
+	// and start ABSK, short-term ones start bedrock-api-key-.
+	{"an Amazon Bedrock API key", regexp.MustCompile(`ABSK[A-Za-z0-9+/]{40,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{40,}={0,2}`)},
+	{"a Google OAuth access token", regexp.MustCompile(`ya29\.[0-9A-Za-z_\-]{20,}`)},
 }
 
 func isSensitiveHeader(name string) bool {
 	return slices.ContainsFunc(SensitiveHeaders, func(h string) bool { return strings.EqualFold(h, name) })
+}
+
+func isSigningHeader(name string) bool {
+	return slices.ContainsFunc(SigningHeaders, func(h string) bool { return strings.EqualFold(h, name) })
 }
 
 func isSensitiveParam(name string) bool {
@@ -118,7 +143,7 @@ func redactHeaders(h http.Header, extra []string, drop bool) http.Header {
 	out := h.Clone()
 	for name, vals := range out {
 		switch {
-		case drop && slices.ContainsFunc(VolatileHeaders, func(v string) bool { return strings.EqualFold(v, name) }):
+		case drop && (slices.ContainsFunc(VolatileHeaders, func(v string) bool { return strings.EqualFold(v, name) }) || isSigningHeader(name)):
 			delete(out, name)
 		case isSensitiveHeader(name) || slices.ContainsFunc(extra, func(e string) bool { return strings.EqualFold(e, name) }):
 			for i := range vals {
@@ -170,8 +195,8 @@ func RedactHeaders(h http.Header) http.Header { return redactHeaders(h, nil, fal
 
 // Redact prepares an interaction for keeping: sensitive headers (and the
 // extra ones named), query parameters and form values become Redacted, and
-// VolatileHeaders are dropped, so that re-recording an unchanged exchange
-// writes the same file. It returns the credentials it removed, so that a
+// VolatileHeaders and SigningHeaders are dropped, so that re-recording an
+// unchanged exchange writes the same file. It returns the credentials it removed, so that a
 // later scan can find them wherever the server echoed them.
 func Redact(i *vcr.Interaction, extraHeaders []string) (removed []string) {
 	removed = append(headerSecrets(i.Request.Headers), headerSecrets(i.Response.Headers)...)
@@ -260,6 +285,10 @@ func (s *secretScanner) headers(where string, h http.Header) []secretFinding {
 				out = append(out, secretFinding{where + " header " + name, "is not redacted (" + Redacted + " expected)"})
 				continue
 			}
+			if isSigningHeader(name) && !isRedactedValue(v) {
+				out = append(out, secretFinding{where + " header " + name, "is AWS signature material (recording drops it)"})
+				continue
+			}
 			out = append(out, s.text(where+" header "+name, v)...)
 		}
 	}
@@ -304,5 +333,10 @@ func (s *secretScanner) interaction(i *vcr.Interaction) []secretFinding {
 	}
 	out = append(out, s.headers("response", i.Response.Headers)...)
 	out = append(out, s.text("response body", i.Response.Body)...)
+	if IsEventStreamType(i.Response.Headers.Get("Content-Type")) {
+		// Bedrock's events are base64 inside the framing, where the raw
+		// bytes hide an echoed secret.
+		out = append(out, s.text("response body (decoded event stream)", eventStreamText(i.Response.Body))...)
+	}
 	return out
 }

@@ -638,6 +638,16 @@ func antBlocks(resp *llm.Response) []any {
 }
 
 func (anthropicAPI) write(w *responseWriter, call ServedCall, _ any, resp *llm.Response, ids *idSource) error {
+	whole, s := antAnswer(call, resp, ids)
+	if whole != nil {
+		return w.json(whole)
+	}
+	return w.stream(s)
+}
+
+// antAnswer is the Messages API answer: the whole JSON message, or (for a
+// streaming call) the stream's events.
+func antAnswer(call ServedCall, resp *llm.Response, ids *idSource) ([]byte, *sse) {
 	usage := antUsage{
 		InputTokens:              resp.Usage.InputTokens,
 		CacheCreationInputTokens: resp.Usage.CacheWriteTokens,
@@ -657,7 +667,7 @@ func (anthropicAPI) write(w *responseWriter, call ServedCall, _ any, resp *llm.R
 		for _, b := range blocks {
 			out.Content = append(out.Content, marshal(b))
 		}
-		return w.json(marshal(out))
+		return marshal(out), nil
 	}
 
 	var s sse
@@ -739,5 +749,5 @@ func (anthropicAPI) write(w *responseWriter, call ServedCall, _ any, resp *llm.R
 		StopSequence *string `json:"stop_sequence"`
 	}{stop, stopSeq}, Usage: usage})
 	s.add("message_stop", typed{"message_stop"})
-	return w.stream(&s)
+	return nil, &s
 }

@@ -3,6 +3,7 @@ package llmserver
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,12 +27,18 @@ import (
 // Server is a local model provider: it speaks the Anthropic Messages API,
 // the OpenAI Chat Completions and Responses APIs and Gemini's
 // generateContent (JSON and SSE streaming; a Gemini stream without
-// alt=sse is one JSON array, as the real API sends it), and answers with
-// any llm.ChatModel, typically a fakes.Scripted or fakes.RuleModel. Point
-// an SDK at URL (Anthropic, Gemini) or OpenAIBaseURL (OpenAI) with any API
-// key. ServedCall and ServedRequest name the API of a call
+// alt=sse is one JSON array, as the real API sends it), and the cloud
+// routes to Claude and OpenAI models: Claude on Amazon Bedrock
+// (InvokeModel, its streams in AWS's binary event stream), Claude on
+// Google Vertex AI (rawPredict and streamRawPredict) and Azure OpenAI's
+// deployment endpoints (over HTTPS: see StartTLS). It answers with any
+// llm.ChatModel, typically a fakes.Scripted or fakes.RuleModel. Point an
+// SDK at URL (Anthropic, Gemini, Bedrock, Vertex AI, Azure) or
+// OpenAIBaseURL (OpenAI) with any API key, token or SigV4 signature.
+// ServedCall and ServedRequest name the API of a call
 // (cassette.APIAnthropicMessages, cassette.APIOpenAIChat,
-// cassette.APIOpenAIResponses or cassette.APIGemini).
+// cassette.APIOpenAIResponses, cassette.APIGemini, cassette.APIBedrockInvoke
+// or cassette.APIVertexAnthropic).
 //
 // It decodes each request strictly into an llm.Request, as the real APIs
 // do: unknown fields, wrong types, empty text blocks, tool calls without
@@ -133,6 +141,38 @@ func (s *Server) Start() {
 	}
 	s.ts = httptest.NewServer(s)
 	s.URL = s.ts.URL
+}
+
+// StartTLS is Start over HTTPS with httptest's self-signed certificate,
+// for clients that send credentials over TLS only (Azure OpenAI's SDK);
+// Client and Certificate let a test trust it.
+func (s *Server) StartTLS() {
+	if s.ts != nil {
+		panic("llmserver: Server already started")
+	}
+	s.ts = httptest.NewTLSServer(s)
+	s.URL = s.ts.URL
+}
+
+// NewTLSServer starts a Server over HTTPS on a loopback port, like
+// httptest.NewTLSServer. Close it when done.
+func NewTLSServer(model llm.ChatModel, opts ...Option) *Server {
+	s := NewUnstartedServer(model, opts...)
+	s.StartTLS()
+	return s
+}
+
+// Client returns an HTTP client for a started server that trusts its
+// certificate when it serves HTTPS.
+func (s *Server) Client() *http.Client { return s.ts.Client() }
+
+// Certificate returns the certificate of a server started with StartTLS,
+// nil otherwise.
+func (s *Server) Certificate() *x509.Certificate {
+	if s.ts == nil || s.ts.TLS == nil {
+		return nil
+	}
+	return s.ts.Certificate()
 }
 
 // OpenAIBaseURL is the base URL for OpenAI clients, which append paths such
@@ -257,12 +297,25 @@ func missingParam(param string) *apiError {
 }
 
 func (s *Server) route(u *url.URL) wireAPI {
-	switch cassette.APIOf(u.Path) {
+	path := u.Path
+	switch cassette.APIOf(path) {
 	case cassette.APIAnthropicMessages:
 		return anthropicAPI{}
+	case cassette.APIBedrockInvoke:
+		rest := strings.TrimPrefix(path, "/model/")
+		return bedrockAPI{model: rest[:strings.LastIndexByte(rest, '/')], stream: cassette.IsStreamPath(path)}
+	case cassette.APIVertexAnthropic:
+		_, rest, _ := strings.Cut(path, "/publishers/anthropic/models/")
+		return vertexAPI{model: rest[:strings.LastIndexByte(rest, ':')], stream: cassette.IsStreamPath(path)}
 	case cassette.APIOpenAIChat:
+		if d, ok := azureDeployment(path); ok {
+			return azureAPI{wireAPI: chatAPI{}, deployment: d}
+		}
 		return chatAPI{}
 	case cassette.APIOpenAIResponses:
+		if path == "/openai/responses" {
+			return azureAPI{wireAPI: responsesAPI{}}
+		}
 		return responsesAPI{}
 	case cassette.APIGemini:
 		model, stream, _ := cassette.GeminiCall(u.Path)
@@ -271,13 +324,19 @@ func (s *Server) route(u *url.URL) wireAPI {
 	return nil
 }
 
+// errorHeaderer is a wire API whose errors carry headers besides the body
+// (Bedrock names the error in x-amzn-ErrorType).
+type errorHeaderer interface {
+	errorHeader(e *apiError) http.Header
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	api := s.route(r.URL)
 	if api == nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprintf(w, `{"type":"error","error":{"type":"not_found_error","message":%q}}`, "no model endpoint at "+r.URL.Path+": the local server serves POST /v1/messages, /v1/chat/completions, /v1/responses and /v1beta/models/{model}:generateContent (and :streamGenerateContent)")
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"not_found_error","message":%q}}`, "no model endpoint at "+r.URL.Path+": the local server serves POST /v1/messages, /v1/chat/completions, /v1/responses and /v1beta/models/{model}:generateContent (and :streamGenerateContent), Bedrock's /model/{id}/invoke[-with-response-stream], Vertex AI's /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{m}:[stream]rawPredict and Azure OpenAI's /openai/deployments/{d}/chat/completions and /openai/responses")
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -390,6 +449,11 @@ func (s *Server) fail(w http.ResponseWriter, api wireAPI, update func(func(*Serv
 	if requestID != "" {
 		w.Header().Set("X-Request-Id", requestID)
 		w.Header().Set("Request-Id", requestID)
+	}
+	if eh, ok := api.(errorHeaderer); ok {
+		for k, vs := range eh.errorHeader(e) {
+			w.Header()[k] = vs
+		}
 	}
 	w.WriteHeader(e.status)
 	_, _ = w.Write(api.errorBody(e, requestID))
@@ -666,6 +730,12 @@ type responseWriter struct {
 	events        int
 	total         int // events the stream will have, for truncation at half
 	started       bool
+	// aws frames the stream's events in AWS's binary event stream, as
+	// Bedrock does, instead of as server-sent events.
+	aws bool
+	// prelude events go before the answer's own (Azure's content-filter
+	// chunk).
+	prelude []sseEvent
 }
 
 var errTruncated = errors.New("fakes: answer truncated by fault")
@@ -692,8 +762,12 @@ func (rw *responseWriter) event(name string, data []byte) error {
 	if !rw.started {
 		rw.started = true
 		h := rw.w.Header()
-		h.Set("Content-Type", "text/event-stream; charset=utf-8")
-		h.Set("Cache-Control", "no-cache")
+		if rw.aws {
+			h.Set("Content-Type", cassette.EventStreamContentType)
+		} else {
+			h.Set("Content-Type", "text/event-stream; charset=utf-8")
+			h.Set("Cache-Control", "no-cache")
+		}
 		rw.w.WriteHeader(http.StatusOK)
 	}
 	if rw.truncate {
@@ -719,14 +793,19 @@ func (rw *responseWriter) event(name string, data []byte) error {
 	}
 	rw.events++
 	var b bytes.Buffer
-	if name != "" {
-		b.WriteString("event: ")
-		b.WriteString(name)
-		b.WriteByte('\n')
+	switch {
+	case rw.aws:
+		b.Write(bedrockFrame(data, rw.events))
+	default:
+		if name != "" {
+			b.WriteString("event: ")
+			b.WriteString(name)
+			b.WriteByte('\n')
+		}
+		b.WriteString("data: ")
+		b.Write(data)
+		b.WriteString("\n\n")
 	}
-	b.WriteString("data: ")
-	b.Write(data)
-	b.WriteString("\n\n")
 	if _, err := rw.w.Write(b.Bytes()); err != nil {
 		return err
 	}
@@ -755,8 +834,9 @@ func (s *sse) add(name string, v any) {
 }
 
 func (rw *responseWriter) stream(s *sse) error {
-	rw.total = len(s.events)
-	for _, e := range s.events {
+	events := append(slices.Clone(rw.prelude), s.events...)
+	rw.total = len(events)
+	for _, e := range events {
 		if err := rw.event(e.name, e.data); err != nil {
 			return err
 		}

@@ -118,8 +118,9 @@ func (r *Recorder) miss(req *http.Request, lane string, body []byte) error {
 		if r.match == cassette.MatchBody {
 			if rec, now, only := r.onlyStreamDiffers([]byte(best.it.Request.Body), body); only {
 				e.Summary = strings.TrimSpace(e.Summary + " " + streamHint(best.index, rec, now, ""))
-			} else if rec, now, only := r.onlyGeminiStreamDiffers(best, req.URL.Path, body); only {
-				where := fmt.Sprintf("Gemini asks for a stream in the path: the recording called %s, this run calls %s.", geminiMethod(rec), geminiMethod(now))
+			} else if rec, now, only := r.onlyPathStreamDiffers(best, req.URL.Path, body); only {
+				name, method := pathStreaming(req.URL.Path)
+				where := fmt.Sprintf("%s asks for a stream in the path: the recording called %s, this run calls %s.", name, method(rec), method(now))
 				e.Summary = strings.TrimSpace(e.Summary + " " + streamHint(best.index, rec, now, where))
 			}
 		}
@@ -188,23 +189,36 @@ func (r *Recorder) onlyStreamDiffers(recorded, request []byte) (recStream, reqSt
 	return recStream, reqStream, ok1 && ok2 && recStream != reqStream && a == b
 }
 
-// onlyGeminiStreamDiffers reports whether a Gemini request differs from a
-// recorded one only in whether it streams, which Gemini says in the path
-// (:streamGenerateContent or :generateContent), and what each asked.
-func (r *Recorder) onlyGeminiStreamDiffers(x *entry, path string, body []byte) (recStream, reqStream, only bool) {
-	recModel, recStream, ok1 := cassette.GeminiCall(x.path)
-	reqModel, reqStream, ok2 := cassette.GeminiCall(path)
-	if !ok1 || !ok2 || recModel != reqModel || recStream == reqStream || x.route != cassette.RoutePath(path) {
+// onlyPathStreamDiffers reports whether a request differs from a recorded
+// one only in whether it streams, where the path says it (Gemini's
+// :streamGenerateContent, Bedrock's invoke-with-response-stream, Vertex
+// AI's :streamRawPredict), and what each asked.
+func (r *Recorder) onlyPathStreamDiffers(x *entry, path string, body []byte) (recStream, reqStream, only bool) {
+	recStream, reqStream = cassette.IsStreamPath(x.path), cassette.IsStreamPath(path)
+	if recStream == reqStream || x.route != cassette.RoutePath(path) {
 		return false, false, false
 	}
 	return recStream, reqStream, r.canon.Key([]byte(x.it.Request.Body)) == r.canon.Key(body)
 }
 
-func geminiMethod(stream bool) string {
-	if stream {
-		return ":streamGenerateContent"
+// pathStreaming names the provider of a path that says whether to stream,
+// and its whole and streamed methods.
+func pathStreaming(path string) (name string, method func(stream bool) string) {
+	pick := func(whole, streamed string) func(bool) string {
+		return func(stream bool) string {
+			if stream {
+				return streamed
+			}
+			return whole
+		}
 	}
-	return ":generateContent"
+	switch cassette.APIOf(path) {
+	case cassette.APIBedrockInvoke:
+		return "Bedrock", pick("/invoke", "/invoke-with-response-stream")
+	case cassette.APIVertexAnthropic:
+		return "Vertex AI", pick(":rawPredict", ":streamRawPredict")
+	}
+	return "Gemini", pick(":generateContent", ":streamGenerateContent")
 }
 
 // streamHint tells the user that the run calls the model differently from

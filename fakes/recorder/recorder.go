@@ -264,17 +264,18 @@ type failure struct {
 }
 
 type entry struct {
-	it       *vcr.Interaction
-	index    int // position in the loaded file; -1 for new recordings
-	lane     string
-	method   string
-	path     string // as recorded: what requests match by body
-	route    string // what requests match in order (cassette.RoutePath)
-	query    string
-	key      string
-	keyDone  bool
-	used     bool
-	recorded bool
+	it        *vcr.Interaction
+	index     int // position in the loaded file; -1 for new recordings
+	lane      string
+	method    string
+	path      string // as recorded
+	matchPath string // what requests match by body (cassette.MatchPath)
+	route     string // what requests match in order (cassette.RoutePath)
+	query     string
+	key       string
+	keyDone   bool
+	used      bool
+	recorded  bool
 }
 
 const callHeader = "X-Dageval-Call"
@@ -398,6 +399,7 @@ func newEntry(it *vcr.Interaction, index int) *entry {
 		e.path, e.route = u.Path, cassette.RoutePath(u.Path)
 		e.query = cassette.MatchQuery(u)
 	}
+	e.matchPath = cassette.MatchPath(e.path)
 	return e
 }
 
@@ -595,10 +597,11 @@ func (r *Recorder) replay(req *http.Request, lane string, body []byte) *http.Res
 			continue
 		}
 		if r.match == cassette.MatchBody {
-			// The exact path: Gemini's whole and streamed calls differ
-			// only there, and by body they are told apart as the other
-			// providers' are by their "stream" field (see cassette.RoutePath).
-			if e.path != req.URL.Path || e.query != cassette.MatchQuery(req.URL) {
+			// The path as MatchPath gives it: Gemini's, Bedrock's and
+			// Vertex AI's whole and streamed calls differ only there, and
+			// by body they are told apart as the other providers' are by
+			// their "stream" field (see cassette.RoutePath).
+			if e.matchPath != cassette.MatchPath(req.URL.Path) || e.query != cassette.MatchQuery(req.URL) {
 				continue
 			}
 			if e.it.Request.Body != string(body) { // compared in place, without copying either side

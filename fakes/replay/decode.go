@@ -13,12 +13,14 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/anthropic"
+	"github.com/dageval/dageval/harness/provider/bedrock"
 	"github.com/dageval/dageval/harness/provider/gemini"
 	"github.com/dageval/dageval/harness/provider/openai"
+	"github.com/dageval/dageval/harness/provider/vertex"
 )
 
 // ErrNoAdapter is wrapped by Decode's error for a request path no adapter speaks.
-var ErrNoAdapter = fmt.Errorf("no adapter speaks this path (known: /v1/messages, /chat/completions, /responses, /models/{model}:generateContent)")
+var ErrNoAdapter = fmt.Errorf("no adapter speaks this path (known: /v1/messages, /chat/completions, /responses, /models/{model}:generateContent, Bedrock's /model/{id}/invoke, Vertex AI's .../publishers/anthropic/models/{model}:rawPredict)")
 
 // Answer is the recorded response of it, with its recorded duration in
 // provider.DurationHeader as a recorder serves it, so that decoding reports
@@ -37,11 +39,12 @@ func Answer(it *vcr.Interaction) provider.RecordedAnswer {
 }
 
 // Decode reads a recorded interaction's answer with the adapter its request
-// path selects (see cassette.APIOf), JSON or event stream, exactly as a replayed run
-// would. Failed answers give the adapter's *llm.Error. Chat Completions and
-// Gemini tool calls that the server sent without an id get the id a
-// replayed run derives for them, from the length of the recorded
-// conversation.
+// path selects (see cassette.APIOf), JSON, server-sent events or Bedrock's
+// binary event stream, exactly as a replayed run would; Azure OpenAI's
+// deployment paths read as the OpenAI APIs they speak. Failed answers give
+// the adapter's *llm.Error. Chat Completions and Gemini tool calls that
+// the server sent without an id get the id a replayed run derives for
+// them, from the length of the recorded conversation.
 func Decode(ctx context.Context, it *vcr.Interaction) (*llm.Response, error) {
 	u, err := url.Parse(it.Request.URL)
 	if err != nil {
@@ -50,6 +53,10 @@ func Decode(ctx context.Context, it *vcr.Interaction) (*llm.Response, error) {
 	switch cassette.APIOf(u.Path) {
 	case cassette.APIAnthropicMessages:
 		return anthropic.DecodeAnswer(ctx, Answer(it))
+	case cassette.APIBedrockInvoke:
+		return bedrock.DecodeAnswer(ctx, Answer(it))
+	case cassette.APIVertexAnthropic:
+		return vertex.DecodeAnswer(ctx, Answer(it))
 	case cassette.APIOpenAIChat:
 		return openai.DecodeChatAnswer(ctx, Answer(it), conversationLength(it.Request.Body))
 	case cassette.APIOpenAIResponses:

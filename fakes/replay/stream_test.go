@@ -98,10 +98,10 @@ func runStreamed(t *testing.T, rt http.RoundTripper, replay bool, wc wireCase, o
 func TestStreamedRunRoundTrip(t *testing.T) {
 	for _, wc := range wireCases {
 		t.Run(wc.name, func(t *testing.T) {
-			srv := llmserver.NewServer(script(), llmserver.WithAPIKey(canary))
+			srv := newServer(wc, llmserver.WithAPIKey(canary))
 			defer srv.Close()
 			path := filepath.Join(t.TempDir(), wc.name+".yaml")
-			live := &bodies{next: http.DefaultTransport}
+			live := &bodies{next: liveTransport(wc, srv)}
 			rec, err := recorder.New(path, recorder.WithMode(recorder.ModeRecord), recorder.WithGetenv(canaryEnv),
 				recorder.WithRecordedHost(wc.host), recorder.WithRealTransport(live))
 			require.NoError(t, err)

@@ -246,12 +246,34 @@ func (c *Catalog) findUnder(provider, model string) (int, bool) {
 	if i, ok := c.index[provider+":"+model]; ok {
 		return i, true
 	}
+	if provider == "bedrock" {
+		if base := bedrockBase(model); base != model {
+			if i, ok := c.index[provider+":"+base]; ok {
+				return i, true
+			}
+		}
+	}
 	if base := datedSuffix.ReplaceAllString(model, ""); base != model {
 		if i, ok := c.index[provider+":"+base]; ok {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// Bedrock names one model many ways: an ARN ending in a model or
+// inference-profile id, and inference profiles prefixed by a geography.
+var (
+	bedrockARN = regexp.MustCompile(`^arn:aws[a-z-]*:bedrock:[^:]*:[0-9]*:(?:foundation-model|inference-profile|application-inference-profile)/`)
+	bedrockGeo = regexp.MustCompile(`^(?:us|us-gov|eu|apac|au|jp|ca|amer)\.`)
+)
+
+// bedrockBase is the id a Bedrock model is priced under: without an ARN
+// prefix, and without a geographic profile's prefix, since geographic
+// profiles cost what the in-region model does. The global profile's prefix
+// stays: it is priced apart.
+func bedrockBase(id string) string {
+	return bedrockGeo.ReplaceAllString(bedrockARN.ReplaceAllString(id, ""), "")
 }
 
 func cloneModel(m Model) Model {

@@ -173,3 +173,43 @@ func TestContextWindow(t *testing.T) {
 	_, ok = catalog.ContextWindow(llm.Identity{Provider: "local", Model: "model-a"})
 	assert.False(t, ok, "unknown models have no window")
 }
+
+// TestCloudRoutes: Bedrock ids say their route (global, geographic or
+// in-region, or an ARN of either), and from the 4.5 models on the routes
+// other than global cost 10% more; Vertex AI and Azure OpenAI entries are
+// priced at their global route. Cloud prices are never marked verified.
+func TestCloudRoutes(t *testing.T) {
+	tests := []struct {
+		spec, want string
+		input      float64
+	}{
+		{"bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0", 3},
+		{"bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0", 3.3},
+		{"bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0", "bedrock:anthropic.claude-sonnet-4-5-20250929-v1:0", 3.3},
+		{"bedrock:arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-haiku-4-5-20251001-v1:0", "bedrock:anthropic.claude-haiku-4-5-20251001-v1:0", 1.1},
+		{"bedrock:apac.anthropic.claude-sonnet-4-20250514-v1:0", "bedrock:anthropic.claude-sonnet-4-20250514-v1:0", 3},
+		{"bedrock:global.anthropic.claude-sonnet-4-20250514-v1:0", "bedrock:anthropic.claude-sonnet-4-20250514-v1:0", 3},
+		{"vertex:claude-sonnet-4-5@20250929", "vertex:claude-sonnet-4-5@20250929", 3},
+		{"vertex:claude-opus-4-6", "vertex:claude-opus-4-6", 5},
+		{"azure_openai:gpt-4.1", "azure_openai:gpt-4.1", 2},
+	}
+	for _, tt := range tests {
+		m, err := catalog.Lookup(tt.spec)
+		require.NoError(t, err, tt.spec)
+		assert.Equal(t, tt.want, m.Spec(), tt.spec)
+		require.NotNil(t, m.Price, tt.spec)
+		assert.InDelta(t, tt.input, m.Price.Input, 1e-9, tt.spec)
+		assert.False(t, m.Verified, "%s: secondary sources only", tt.spec)
+		assert.Positive(t, m.ContextWindow, tt.spec)
+	}
+	u := llm.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000}
+	global, err := catalog.CostOf("bedrock:global.anthropic.claude-sonnet-4-5-20250929-v1:0", u)
+	require.NoError(t, err)
+	geo, err := catalog.CostOf("bedrock:eu.anthropic.claude-sonnet-4-5-20250929-v1:0", u)
+	require.NoError(t, err)
+	assert.InDelta(t, 18, global.USD, 1e-9)
+	assert.InDelta(t, 19.8, geo.USD, 1e-9)
+	assert.Contains(t, geo.String(), "unverified price")
+	_, err = catalog.Lookup("bedrock:amazon.nova-pro-v1:0")
+	assert.ErrorIs(t, err, catalog.ErrUnknownModel)
+}

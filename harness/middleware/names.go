@@ -12,6 +12,7 @@ const (
 	PatchToolCallsName         = "PatchToolCallsMiddleware"
 	TodoListName               = "TodoListMiddleware"
 	AnthropicPromptCachingName = "AnthropicPromptCachingMiddleware"
+	BedrockPromptCachingName   = "BedrockPromptCachingMiddleware"
 	SkillsName                 = "SkillsMiddleware"
 	MemoryName                 = "MemoryMiddleware"
 	HumanInTheLoopName         = "HumanInTheLoopMiddleware"

@@ -107,3 +107,33 @@ func TestAnthropicPromptCachingPlacement(t *testing.T) {
 			"the caller's three markers are kept and only the tool list gets the fourth")
 	})
 }
+
+// TestBedrockPromptCaching: Claude on Bedrock gets Anthropic's breakpoints
+// (InvokeModel takes cache_control); Anthropic's own models, and Bedrock
+// models that are not Claude, pass through untouched.
+func TestBedrockPromptCaching(t *testing.T) {
+	tools := []tool.Tool{textTool("lookup", "found")}
+	bedrockCaching, err := middleware.NewBedrockPromptCaching(middleware.PromptCachingOptions{TTL: "1h"})
+	require.NoError(t, err)
+	assert.Equal(t, "BedrockPromptCachingMiddleware", bedrockCaching.Name())
+	for _, tt := range []struct {
+		provider, model string
+		want            []string
+	}{
+		{"bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", []string{"tool:lookup:1h", "system:0", "message:0:0"}},
+		{"amazon_bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0", []string{"tool:lookup:1h", "system:0", "message:0:0"}},
+		{"bedrock", "amazon.nova-pro-v1:0", nil},
+		{"anthropic", "claude-sonnet-4-6", nil},
+		{"vertex", "claude-sonnet-4-5@20250929", nil},
+	} {
+		model := fakes.NewScripted(fakes.Reply("done")).WithIdentity(tt.provider, tt.model)
+		a := newAgent(t, model, "You are helpful.", tools, bedrockCaching)
+		_, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("find x")}})
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, breakpoints(model.Requests()[0]), "%s:%s", tt.provider, tt.model)
+	}
+	_, err = middleware.NewBedrockPromptCaching(middleware.PromptCachingOptions{TTL: "2h"})
+	assert.ErrorContains(t, err, `BedrockPromptCachingMiddleware: ttl must be "5m" or "1h"`)
+	assert.True(t, middleware.IsBedrockProvider("bedrock-converse"))
+	assert.False(t, middleware.IsBedrockProvider("anthropic"))
+}

@@ -213,11 +213,18 @@ func TestBuiltins(t *testing.T) {
 	opts, err := r.ApplyProvider("openai:gpt-5", nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"use_responses_api": true}, opts)
+	opts, err = r.ApplyProvider("azure_openai:gpt-4.1", nil)
+	require.NoError(t, err)
+	assert.Empty(t, opts, "Azure deployments stay on Chat Completions, as AzureChatOpenAI does")
 	opts, err = r.ApplyProvider("openai:gpt-5", map[string]any{"use_responses_api": false})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"use_responses_api": false}, opts, "the caller still wins")
 
-	for _, none := range []string{"openai:gpt-5", "anthropic:claude-2.1", "anthropic", "openai"} {
+	// As in Deep Agents, the Claude and Codex profiles are keyed by their
+	// first-party specs only: the same models through a cloud route get
+	// none, and no provider profile applies to the cloud routes.
+	for _, none := range []string{"openai:gpt-5", "anthropic:claude-2.1", "anthropic", "openai",
+		"bedrock:anthropic.claude-sonnet-4-6", "vertex:claude-sonnet-4-6", "azure_openai:gpt-5.1-codex"} {
 		p, err := r.Harness(none)
 		require.NoError(t, err)
 		assert.Nil(t, p, none)

@@ -42,9 +42,16 @@ const (
 // way it was sent.
 var ErrOtherFraming = errors.New("provider: the answer's framing differs from the call's")
 
-// IsEventStream reports whether a Content-Type names a server-sent event stream.
+// AWSEventStream is the Content-Type of Amazon Bedrock's streamed answers:
+// AWS's binary event-stream framing, which the SDK turns into server-sent
+// events above the wire.
+const AWSEventStream = "application/vnd.amazon.eventstream"
+
+// IsEventStream reports whether a Content-Type names a streamed answer: a
+// server-sent event stream, or AWS's binary event stream.
 func IsEventStream(contentType string) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(contentType)), "text/event-stream")
+	ct := strings.ToLower(strings.TrimSpace(contentType))
+	return strings.HasPrefix(ct, "text/event-stream") || strings.HasPrefix(ct, AWSEventStream)
 }
 
 // Capture observes the HTTP exchange of one call attempt: it keeps a non-2xx

@@ -38,6 +38,12 @@ type Failure struct {
 // scrubbed from the message.
 func (c Config) Classify(f Failure) *llm.Error {
 	d := parseErrorBody(f.Body)
+	if d.typ == "" && d.code == "" {
+		// Amazon Bedrock names the error in a header
+		// ("ThrottlingException:http://internal.amazon.com/coral/..."),
+		// its body holding only the message.
+		d.typ, _, _ = strings.Cut(header(f.Header, "x-amzn-ErrorType"), ":")
+	}
 	e := &llm.Error{
 		Provider:   c.name(),
 		StatusCode: f.StatusCode,
@@ -53,7 +59,7 @@ func (c Config) Classify(f Failure) *llm.Error {
 		// the ErrorInfo reason ("RESOURCE_EXHAUSTED", "API_KEY_INVALID").
 		e.Code = firstNonEmpty(d.reason, d.status)
 	}
-	e.RequestID = firstNonEmpty(header(f.Header, "request-id"), header(f.Header, "x-request-id"), d.requestID)
+	e.RequestID = firstNonEmpty(header(f.Header, "request-id"), header(f.Header, "x-request-id"), header(f.Header, "x-amzn-RequestId"), d.requestID)
 	e.RetryAfter = retryAfter(f.Header)
 	if e.RetryAfter == 0 {
 		e.RetryAfter = d.retryDelay
@@ -191,6 +197,7 @@ var overflowPhrases = []string{
 	"input token count",
 	"reduce the length of the messages",
 	"too many tokens in the prompt",
+	"input is too long", // Amazon Bedrock's ValidationException
 }
 
 func kindOf(status int, d errorDoc) llm.ErrorKind {
@@ -212,9 +219,10 @@ func kindOf(status int, d errorDoc) llm.ErrorKind {
 		return llm.ErrAuthentication
 	case strings.Contains(id, "billing_error"), strings.Contains(id, "insufficient_quota"):
 		return llm.ErrBilling
-	case strings.Contains(id, "rate_limit"):
+	case strings.Contains(id, "rate_limit"), strings.Contains(id, "throttling"):
+		// Bedrock's ThrottlingException (throttlingException inside a stream).
 		return llm.ErrRateLimit
-	case strings.Contains(id, "overloaded"):
+	case strings.Contains(id, "overloaded"), strings.Contains(id, "serviceunavailable"):
 		return llm.ErrOverloaded
 	case strings.Contains(id, "timeout"):
 		return llm.ErrTimeout

@@ -26,16 +26,44 @@ const (
 	KindOpenAI = "openai"
 	// KindOpenAICompatible is any server speaking OpenAI Chat Completions
 	// (Ollama, vLLM, llama.cpp, OpenRouter, Groq, Gemini's compatible
-	// endpoint, Azure OpenAI, ...).
+	// endpoint, Azure OpenAI's v1 API, ...).
 	KindOpenAICompatible = "openai-compatible"
 	// KindGemini is Google's Gemini API (generateContent and
 	// streamGenerateContent), the native protocol behind Gemini's
 	// thought signatures and cached-token counts.
 	KindGemini = "gemini"
+	// KindBedrock is Claude on Amazon Bedrock (InvokeModel), signed with
+	// AWS SigV4 or a Bedrock API key.
+	KindBedrock = "bedrock"
+	// KindVertex is Claude on Google Vertex AI (rawPredict), authorised
+	// with a Google OAuth token.
+	KindVertex = "vertex"
+	// KindAzureOpenAI is Azure OpenAI's deployment API: Chat Completions by
+	// default, the Responses API on request, with an api-version and an
+	// api-key or a Microsoft Entra ID token.
+	KindAzureOpenAI = "azure-openai"
 )
 
 // Kinds lists the wire protocols in a stable order.
-func Kinds() []string { return []string{KindAnthropic, KindOpenAI, KindOpenAICompatible, KindGemini} }
+func Kinds() []string {
+	return []string{KindAnthropic, KindOpenAI, KindOpenAICompatible, KindGemini, KindBedrock, KindVertex, KindAzureOpenAI}
+}
+
+// CredentialEnv names the environment variables from which a kind's
+// credential chain may read secrets besides the entry's api_key_env; their
+// values are kept out of errors and logs (Config.Secrets) and out of
+// cassettes (the recorder adds cassette.DefaultSecretEnv, which lists them too).
+func CredentialEnv(kind string) []string {
+	switch kind {
+	case KindBedrock:
+		return []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"}
+	case KindVertex:
+		return []string{"GOOGLE_OAUTH_ACCESS_TOKEN"}
+	case KindAzureOpenAI:
+		return []string{"AZURE_OPENAI_AD_TOKEN", "AZURE_CLIENT_SECRET"}
+	}
+	return nil
+}
 
 // Defaults used when a Config leaves a field zero.
 const (
@@ -86,8 +114,19 @@ type Config struct {
 	HTTPClient *http.Client
 	// UseResponsesAPI selects the OpenAI Responses API (true) or Chat
 	// Completions (false). Nil means the kind's default: Responses for
-	// KindOpenAI, Chat Completions for KindOpenAICompatible.
+	// KindOpenAI, Chat Completions for KindOpenAICompatible and
+	// KindAzureOpenAI.
 	UseResponsesAPI *bool
+	// Region is the AWS region (KindBedrock) or the Google Cloud location
+	// (KindVertex) calls go to. Empty means the adapter's environment
+	// variables (see the bedrock and vertex adapters).
+	Region string
+	// Project is the Google Cloud project (KindVertex). Empty means the
+	// adapter's environment variables.
+	Project string
+	// APIVersion is Azure OpenAI's api-version (KindAzureOpenAI). Empty
+	// means the adapter's environment variables, then its default.
+	APIVersion string
 	// MaxTokens is sent when a request does not set one (Anthropic requires
 	// it). Zero means DefaultMaxTokens for Anthropic and "not sent" for OpenAI.
 	MaxTokens int
@@ -112,9 +151,21 @@ type Config struct {
 	// to stay hermetic.
 	Getenv func(string) string
 
-	// pending is an error found while resolving (for example an unset
-	// variable in base_url) that only matters once a live call happens.
-	pending error
+	// unsetURL and unsetHeaders name the variables a resolved entry's
+	// base_url and headers reference but the environment does not set:
+	// an error that only matters once a live call happens, and that a
+	// base_url option replacing the entry's URL clears.
+	unsetURL, unsetHeaders []string
+}
+
+// pending is the error of unset variables, nil when there are none.
+func (c Config) pending() error {
+	missing := append(slices.Clone(c.unsetURL), c.unsetHeaders...)
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("provider %s: set %s (referenced by its base_url or headers)", c.name(), strings.Join(slices.Compact(missing), ", "))
 }
 
 // Clone returns a copy that shares no maps or pointers with c.
@@ -131,7 +182,7 @@ func (c Config) Clone() Config {
 // Identity is the provider:model identity of models built from c.
 func (c Config) Identity() llm.Identity { return llm.Identity{Provider: c.Provider, Model: c.Model} }
 
-// ResponsesAPI reports whether OpenAI calls go to the Responses API.
+// ResponsesAPI reports whether OpenAI or Azure OpenAI calls go to the Responses API.
 func (c Config) ResponsesAPI() bool {
 	if c.UseResponsesAPI != nil {
 		return *c.UseResponsesAPI
@@ -169,6 +220,24 @@ func (c Config) getenv(name string) string {
 	return os.Getenv(name)
 }
 
+// Env reads an environment variable through Getenv, so adapters that look
+// up regions, projects or credentials stay as hermetic as the config.
+func (c Config) Env(name string) string { return c.getenv(name) }
+
+// FirstEnv returns the first of the named variables that is set, and its name.
+func (c Config) FirstEnv(names ...string) (value, name string) {
+	for _, n := range names {
+		if v := c.getenv(n); v != "" {
+			return v, n
+		}
+	}
+	return "", ""
+}
+
+// Unresolved is the error found while resolving the config (an unset
+// variable in base_url or a header) that a live call must report, or nil.
+func (c Config) Unresolved() error { return c.pending() }
+
 // Validate checks what must hold before a model can be built. It does not
 // look at the API key.
 func (c Config) Validate() error {
@@ -178,10 +247,10 @@ func (c Config) Validate() error {
 	if !slices.Contains(Kinds(), c.Kind) {
 		return fmt.Errorf("provider %s: unknown kind %q (want one of %s)", c.name(), c.Kind, strings.Join(Kinds(), ", "))
 	}
-	if c.Kind == KindOpenAICompatible && c.BaseURL == "" && c.pending == nil {
+	if (c.Kind == KindOpenAICompatible || c.Kind == KindAzureOpenAI) && c.BaseURL == "" && len(c.unsetURL) == 0 {
 		return fmt.Errorf("provider %s: base_url is required for kind %s", c.name(), c.Kind)
 	}
-	if c.BaseURL != "" && c.pending == nil {
+	if c.BaseURL != "" && len(c.unsetURL) == 0 {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return fmt.Errorf("provider %s: base_url %q is not an http(s) URL", c.name(), c.BaseURL)
@@ -190,6 +259,11 @@ func (c Config) Validate() error {
 	for _, k := range slices.Sorted(maps.Keys(c.Headers)) {
 		if k == "" || strings.ContainsAny(k, " :\r\n") {
 			return fmt.Errorf("provider %s: header name %q is not valid", c.name(), k)
+		}
+	}
+	for _, f := range [][2]string{{"region", c.Region}, {"project", c.Project}, {"api_version", c.APIVersion}} {
+		if err := checkSegment(f[0], f[1]); err != nil {
+			return fmt.Errorf("provider %s: %w", c.name(), err)
 		}
 	}
 	return nil
@@ -208,26 +282,9 @@ func (c Config) name() string {
 // ErrAuthentication that names the variable to set. Errors found while
 // resolving the config (an unset variable in base_url) surface here too.
 func (c Config) Credentials() (header, value string, err error) {
-	if c.pending != nil {
-		return "", "", c.pending
-	}
-	key := c.APIKey
-	if key == "" && c.APIKeyEnv != "" {
-		key = c.getenv(c.APIKeyEnv)
-	}
-	if key == "" {
-		if c.Replay || c.KeyOptional {
-			return "", "", nil
-		}
-		hint := "set Config.APIKey"
-		if c.APIKeyEnv != "" {
-			hint = "set " + c.APIKeyEnv
-		}
-		return "", "", &llm.Error{
-			Kind: llm.ErrAuthentication, Provider: c.name(),
-			Message: fmt.Sprintf("no API key for %s: %s (or replay from a cassette)", c.Identity(), hint),
-			Err:     ErrNoAPIKey,
-		}
+	key, err := c.Key()
+	if err != nil || key == "" {
+		return "", "", err
 	}
 	if c.AuthHeader == "" || strings.EqualFold(c.AuthHeader, "authorization") {
 		return "Authorization", "Bearer " + key, nil
@@ -235,8 +292,46 @@ func (c Config) Credentials() (header, value string, err error) {
 	return c.AuthHeader, key, nil
 }
 
+// Key returns the API key a live call sends, "" when it goes without one
+// (replay, or an entry whose key is optional), and the same errors as
+// Credentials. Cloud adapters whose SDK carries the key in its own way
+// (a Bedrock API key, an Azure api-key) read it here.
+func (c Config) Key() (string, error) {
+	if err := c.pending(); err != nil {
+		return "", err
+	}
+	key := c.APIKey
+	if key == "" && c.APIKeyEnv != "" {
+		key = c.getenv(c.APIKeyEnv)
+	}
+	if key == "" {
+		if c.Replay || c.KeyOptional || hasOwnCredentials(c.Kind) {
+			return "", nil
+		}
+		hint := "set Config.APIKey"
+		if c.APIKeyEnv != "" {
+			hint = "set " + c.APIKeyEnv
+		}
+		return "", &llm.Error{
+			Kind: llm.ErrAuthentication, Provider: c.name(),
+			Message: fmt.Sprintf("no API key for %s: %s (or replay from a cassette)", c.Identity(), hint),
+			Err:     ErrNoAPIKey,
+		}
+	}
+	return key, nil
+}
+
+// hasOwnCredentials reports whether a kind authenticates without an API
+// key when it has none: Bedrock signs with the AWS chain, Vertex AI uses
+// Google credentials, Azure OpenAI a Microsoft Entra ID token. Their
+// adapters report missing credentials at the first call.
+func hasOwnCredentials(kind string) bool {
+	return kind == KindBedrock || kind == KindVertex || kind == KindAzureOpenAI
+}
+
 // Secrets returns the values that must never appear in logs, errors or
-// cassettes: the key and every configured header value.
+// cassettes: the key, the values of the kind's credential variables
+// (CredentialEnv) and every configured header value.
 func (c Config) Secrets() []string {
 	var out []string
 	if c.APIKey != "" {
@@ -244,6 +339,13 @@ func (c Config) Secrets() []string {
 	}
 	if c.APIKeyEnv != "" {
 		if v := c.getenv(c.APIKeyEnv); v != "" {
+			out = append(out, v)
+		}
+	}
+	for _, name := range CredentialEnv(c.Kind) {
+		// Short values (a region-like placeholder) are not searched for:
+		// scrubbing them would mangle ordinary text.
+		if v := c.getenv(name); len(v) >= 8 {
 			out = append(out, v)
 		}
 	}
@@ -270,6 +372,11 @@ func (c Config) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.String("provider", c.Provider), slog.String("model", c.Model), slog.String("kind", c.Kind),
 		slog.String("base_url", c.BaseURL), slog.Bool("replay", c.Replay),
+	}
+	for _, a := range []struct{ k, v string }{{"region", c.Region}, {"project", c.Project}, {"api_version", c.APIVersion}} {
+		if a.v != "" {
+			attrs = append(attrs, slog.String(a.k, a.v))
+		}
 	}
 	if c.APIKeyEnv != "" {
 		attrs = append(attrs, slog.String("api_key_env", c.APIKeyEnv))

@@ -33,8 +33,17 @@ type Entry struct {
 	AuthHeader string `yaml:"auth_header,omitempty" json:"auth_header,omitempty"`
 	// KeyOptional lets calls go out without a key (local servers).
 	KeyOptional bool `yaml:"key_optional,omitempty" json:"key_optional,omitempty"`
-	// UseResponsesAPI overrides the kind's default API (OpenAI only).
+	// UseResponsesAPI overrides the kind's default API (OpenAI and Azure OpenAI).
 	UseResponsesAPI *bool `yaml:"use_responses_api,omitempty" json:"use_responses_api,omitempty"`
+	// Region is the AWS region (bedrock) or Google Cloud location (vertex);
+	// empty means the adapter's environment variables.
+	Region string `yaml:"region,omitempty" json:"region,omitempty"`
+	// Project is the Google Cloud project (vertex); empty means the
+	// adapter's environment variables.
+	Project string `yaml:"project,omitempty" json:"project,omitempty"`
+	// APIVersion is Azure OpenAI's api-version (azure-openai); empty means
+	// OPENAI_API_VERSION, then the adapter's default.
+	APIVersion string `yaml:"api_version,omitempty" json:"api_version,omitempty"`
 }
 
 // Built-in entries. Local servers take any key and listen on their usual
@@ -58,6 +67,14 @@ var builtins = map[string]Entry{
 	// Azure OpenAI's v1 API: https://<resource>.openai.azure.com/openai/v1,
 	// authenticated with the bare key in an api-key header.
 	"azure": {Kind: KindOpenAICompatible, BaseURL: "${AZURE_OPENAI_ENDPOINT}/openai/v1", APIKeyEnv: "AZURE_OPENAI_API_KEY", AuthHeader: "api-key"},
+	// The cloud routes Deep Agents resolves. Bedrock signs with the AWS
+	// credential chain unless a Bedrock API key is set; Vertex uses Google
+	// credentials; Azure OpenAI's deployment API takes the api-key when it
+	// is set and a Microsoft Entra ID token otherwise. Their base URLs come
+	// from the region (or the endpoint) unless base_url overrides them.
+	"bedrock":      {Kind: KindBedrock, APIKeyEnv: "AWS_BEARER_TOKEN_BEDROCK", KeyOptional: true},
+	"vertex":       {Kind: KindVertex, KeyOptional: true},
+	"azure_openai": {Kind: KindAzureOpenAI, BaseURL: "${AZURE_OPENAI_ENDPOINT}", APIKeyEnv: "AZURE_OPENAI_API_KEY", KeyOptional: true},
 }
 
 // BuiltinEntries returns copies of the entries dageval ships, by name.
@@ -94,7 +111,7 @@ func (e Entry) Validate(name string) error {
 		}
 		return fmt.Errorf("provider entry %s: kind %q is not one of %s", name, e.Kind, strings.Join(Kinds(), ", "))
 	}
-	if e.Kind == KindOpenAICompatible && e.BaseURL == "" {
+	if (e.Kind == KindOpenAICompatible || e.Kind == KindAzureOpenAI) && e.BaseURL == "" {
 		return fmt.Errorf("provider entry %s: base_url is required for kind %s", name, e.Kind)
 	}
 	if e.BaseURL != "" && !strings.Contains(e.BaseURL, "${") {
@@ -111,8 +128,32 @@ func (e Entry) Validate(name string) error {
 			return fmt.Errorf("provider entry %s: header name %q is not valid", name, k)
 		}
 	}
-	if e.UseResponsesAPI != nil && *e.UseResponsesAPI && e.Kind != KindOpenAI {
-		return fmt.Errorf("provider entry %s: use_responses_api needs kind %s; compatible servers speak Chat Completions", name, KindOpenAI)
+	if e.UseResponsesAPI != nil && *e.UseResponsesAPI && e.Kind != KindOpenAI && e.Kind != KindAzureOpenAI {
+		return fmt.Errorf("provider entry %s: use_responses_api needs kind %s or %s; compatible servers speak Chat Completions", name, KindOpenAI, KindAzureOpenAI)
+	}
+	for _, f := range []struct {
+		field, value string
+		kinds        []string
+	}{
+		{"region", e.Region, []string{KindBedrock, KindVertex}},
+		{"project", e.Project, []string{KindVertex}},
+		{"api_version", e.APIVersion, []string{KindAzureOpenAI}},
+	} {
+		if f.value != "" && !slices.Contains(f.kinds, e.Kind) {
+			return fmt.Errorf("provider entry %s: %s applies to kind %s only, not %s", name, f.field, strings.Join(f.kinds, " or "), e.Kind)
+		}
+		if err := checkSegment(f.field, f.value); err != nil {
+			return fmt.Errorf("provider entry %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// checkSegment refuses a region, project or api-version that would change
+// the URL it is put into rather than fill its place.
+func checkSegment(field, value string) error {
+	if strings.ContainsAny(value, "/?#% \t\r\n") {
+		return fmt.Errorf("%s %q may not contain '/', '?', '#', '%%' or spaces (it becomes part of a URL)", field, value)
 	}
 	return nil
 }
@@ -136,18 +177,35 @@ func expand(s string, getenv func(string) string) (string, []string) {
 	return out, missing
 }
 
+// ReplayHost stands in for a base URL's host when a replay finds the
+// variable naming it unset: replay matching ignores the host, so a CI job
+// replaying an Azure cassette needs no AZURE_OPENAI_ENDPOINT.
+const ReplayHost = "https://replay.invalid"
+
 // config turns the entry into a model configuration on top of base, which
 // supplies the shared fields (HTTP client, retry, replay, logger, getenv).
 func (e Entry) config(name, model string, base Config) Config {
 	c := base.Clone()
 	c.Provider, c.Model, c.Kind = name, model, e.Kind
 	c.APIKeyEnv, c.AuthHeader, c.KeyOptional = e.APIKeyEnv, e.AuthHeader, e.KeyOptional
+	c.Region, c.Project, c.APIVersion = e.Region, e.Project, e.APIVersion
 	if e.UseResponsesAPI != nil {
 		v := *e.UseResponsesAPI
 		c.UseResponsesAPI = &v
 	}
-	var missing []string
-	c.BaseURL, missing = expand(e.BaseURL, c.getenv)
+	getenv := c.getenv
+	if lead := envRef.FindStringSubmatchIndex(e.BaseURL); c.Replay && lead != nil && lead[0] == 0 {
+		// Only a leading reference names the scheme and host; a variable
+		// later in the URL may be part of the path, which replay matches.
+		leading := e.BaseURL[lead[2]:lead[3]]
+		getenv = func(n string) string {
+			if v := c.getenv(n); v != "" || n != leading {
+				return v
+			}
+			return ReplayHost
+		}
+	}
+	c.BaseURL, c.unsetURL = expand(e.BaseURL, getenv)
 	if len(e.Headers) > 0 {
 		if c.Headers == nil {
 			c.Headers = map[string]string{}
@@ -155,12 +213,8 @@ func (e Entry) config(name, model string, base Config) Config {
 		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
 			v, m := expand(e.Headers[k], c.getenv)
 			c.Headers[k] = v
-			missing = append(missing, m...)
+			c.unsetHeaders = append(c.unsetHeaders, m...)
 		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		c.pending = fmt.Errorf("provider %s: set %s (referenced by its base_url or headers)", name, strings.Join(slices.Compact(missing), ", "))
 	}
 	return c
 }

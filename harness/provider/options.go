@@ -11,8 +11,8 @@ import (
 
 // Option keys accepted by ApplyOptions.
 var optionKeys = []string{
-	"api_key_env", "auth_header", "base_url", "extra_body", "headers",
-	"max_retries", "max_tokens", "retry_initial_backoff", "retry_max_backoff",
+	"api_key_env", "api_version", "auth_header", "base_url", "extra_body", "headers",
+	"max_retries", "max_tokens", "project", "region", "retry_initial_backoff", "retry_max_backoff",
 	"timeout", "use_responses_api",
 }
 
@@ -34,6 +34,9 @@ func OptionKeys() []string { return slices.Clone(optionKeys) }
 //	retry_initial_backoff  duration string or seconds
 //	retry_max_backoff      duration string or seconds
 //	extra_body             map of top-level request fields sent as is
+//	region                 string: AWS region (bedrock) or Google Cloud location (vertex)
+//	project                string: Google Cloud project (vertex)
+//	api_version            string: Azure OpenAI api-version (azure-openai)
 //
 // Keys are applied in sorted order; an unknown key or a value of the wrong
 // type is an error naming the key. Putting a literal API key in options is
@@ -44,7 +47,9 @@ func ApplyOptions(c *Config, opts map[string]any) error {
 		var err error
 		switch k {
 		case "base_url":
+			// The entry's URL, and any variable it left unset, is replaced.
 			c.BaseURL, err = asString(v)
+			c.unsetURL = nil
 		case "api_key_env":
 			c.APIKeyEnv, err = asString(v)
 			if err == nil && !envName.MatchString(c.APIKeyEnv) {
@@ -52,6 +57,12 @@ func ApplyOptions(c *Config, opts map[string]any) error {
 			}
 		case "auth_header":
 			c.AuthHeader, err = asString(v)
+		case "region":
+			c.Region, err = asString(v)
+		case "project":
+			c.Project, err = asString(v)
+		case "api_version":
+			c.APIVersion, err = asString(v)
 		case "headers":
 			var h map[string]string
 			if h, err = asStringMap(v); err == nil {

@@ -164,17 +164,22 @@ func TestEntryValidation(t *testing.T) {
 		want  string
 	}{
 		{"local", provider.Entry{}, "provider entry local: kind is required"},
-		{"local", provider.Entry{Kind: "bedrock"}, `provider entry local: kind "bedrock" is not one of anthropic, openai, openai-compatible`},
+		{"local", provider.Entry{Kind: "converse"}, `provider entry local: kind "converse" is not one of anthropic, openai, openai-compatible, gemini, bedrock, vertex, azure-openai`},
+		{"local", provider.Entry{Kind: provider.KindAzureOpenAI}, "provider entry local: base_url is required for kind azure-openai"},
+		{"local", provider.Entry{Kind: provider.KindAnthropic, Region: "us-east-1"}, "provider entry local: region applies to kind bedrock or vertex only, not anthropic"},
+		{"local", provider.Entry{Kind: provider.KindBedrock, Project: "p"}, "provider entry local: project applies to kind vertex only"},
+		{"local", provider.Entry{Kind: provider.KindVertex, APIVersion: "2024-10-21"}, "provider entry local: api_version applies to kind azure-openai only"},
+		{"local", provider.Entry{Kind: provider.KindVertex, Project: "a/../b"}, `provider entry local: project "a/../b" may not contain '/'`},
 		{"local", provider.Entry{Kind: provider.KindOpenAICompatible}, "provider entry local: base_url is required for kind openai-compatible"},
 		{"local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "localhost:8000"}, `provider entry local: base_url "localhost:8000" is not an http(s) URL`},
 		{"local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "http://x", APIKeyEnv: "not a var"}, `api_key_env "not a var" is not an environment variable name`},
-		{"local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "http://x", UseResponsesAPI: &yes}, "use_responses_api needs kind openai"},
+		{"local", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "http://x", UseResponsesAPI: &yes}, "use_responses_api needs kind openai or azure-openai"},
 		{"Local", provider.Entry{Kind: provider.KindAnthropic}, `provider entry "Local": name must be lower-case`},
 	}
 	r := newResolver(t, nil)
 	for _, tt := range tests {
 		err := r.SetEntry(tt.name, tt.entry)
-		require.Error(t, err)
+		require.Error(t, err, tt.want)
 		assert.Contains(t, err.Error(), tt.want)
 	}
 	err := r.SetEntries(map[string]provider.Entry{"good": {Kind: provider.KindAnthropic}, "bad": {Kind: "x"}})
@@ -188,7 +193,7 @@ func TestResolveErrors(t *testing.T) {
 	_, err := r.Resolve("nowhere:model")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `unknown provider "nowhere"`)
-	assert.Contains(t, err.Error(), "anthropic, azure, gemini")
+	assert.Contains(t, err.Error(), "anthropic, azure, azure_openai, bedrock, gemini")
 
 	_, err = r.Resolve("gpt-5")
 	assert.ErrorContains(t, err, "has no provider")
@@ -196,7 +201,7 @@ func TestResolveErrors(t *testing.T) {
 	bare := provider.NewResolver(provider.Config{})
 	_, err = bare.Resolve("openai:gpt-5")
 	assert.ErrorContains(t, err, "no adapter registered for kind openai")
-	assert.Error(t, bare.Register("bedrock", func(provider.Config) (llm.ChatModel, error) { return nil, nil }))
+	assert.Error(t, bare.Register("converse", func(provider.Config) (llm.ChatModel, error) { return nil, nil }))
 
 	failing := provider.NewResolver(provider.Config{})
 	require.NoError(t, failing.Register(provider.KindAnthropic, func(provider.Config) (llm.ChatModel, error) { return nil, errors.New("boom") }))
@@ -305,6 +310,11 @@ func TestClassify(t *testing.T) {
 		{"gemini invalid key", 400, nil, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`, llm.ErrAuthentication, "API_KEY_INVALID", "API key not valid. Please pass a valid API key.", 0, ""},
 		{"gemini quota", 429, nil, `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"23s"}]}}`, llm.ErrRateLimit, "RESOURCE_EXHAUSTED", "", 23 * time.Second, ""},
 		{"gemini overloaded", 503, nil, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`, llm.ErrOverloaded, "UNAVAILABLE", "", 0, ""},
+		{"bedrock throttling", 429, h("x-amzn-ErrorType", "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/", "x-amzn-RequestId", "req_b"), `{"message":"Too many requests, please wait before trying again."}`, llm.ErrRateLimit, "ThrottlingException", "Too many requests, please wait before trying again.", 0, "req_b"},
+		{"bedrock input too long", 400, h("x-amzn-ErrorType", "ValidationException"), `{"message":"Input is too long for requested model."}`, llm.ErrContextOverflow, "ValidationException", "", 0, ""},
+		{"bedrock bad signature", 403, h("x-amzn-ErrorType", "UnrecognizedClientException"), `{"message":"The security token included in the request is invalid."}`, llm.ErrAuthentication, "UnrecognizedClientException", "", 0, ""},
+		{"bedrock stream exception", 200, nil, `{"type":"error","error":{"type":"throttlingException","message":"slow down"}}`, llm.ErrRateLimit, "throttlingException", "", 0, ""},
+		{"vertex quota", 429, nil, `{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model","status":"RESOURCE_EXHAUSTED"}}`, llm.ErrRateLimit, "RESOURCE_EXHAUSTED", "", 0, ""},
 		{"503 html", 503, nil, `<html>Service Unavailable</html>`, llm.ErrOverloaded, "", "<html>Service Unavailable</html>", 0, ""},
 		{"504", 504, nil, ``, llm.ErrTimeout, "", "Gateway Timeout", 0, ""},
 	}
@@ -518,4 +528,69 @@ func TestCachedSchema(t *testing.T) {
 		assert.Equal(t, len(raw), v, "conversions beyond the bound are still returned")
 	}
 	assert.Len(t, cache, provider.MaxCachedSchemas)
+}
+
+// TestCloudEntries: the cloud routes resolve without any environment;
+// their region, project and api-version come from options (or the entry),
+// and a base_url option replaces the entry's URL together with the
+// variable it left unset.
+func TestCloudEntries(t *testing.T) {
+	r := newResolver(t, nil)
+	c, err := r.Config("bedrock:us.anthropic.claude-sonnet-4-5-20250929-v1:0", map[string]any{"region": "eu-west-1"})
+	require.NoError(t, err)
+	assert.Equal(t, provider.KindBedrock, c.Kind)
+	assert.Equal(t, "us.anthropic.claude-sonnet-4-5-20250929-v1:0", c.Model, "the model half keeps its colon")
+	assert.Equal(t, "eu-west-1", c.Region)
+	key, err := c.Key()
+	require.NoError(t, err, "SigV4 needs no API key")
+	assert.Empty(t, key)
+
+	c, err = r.Config("vertex:claude-sonnet-4-5@20250929", map[string]any{"project": "p", "region": "us-east5"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"p", "us-east5"}, []string{c.Project, c.Region})
+
+	c, err = r.Config("azure_openai:my-gpt", map[string]any{"api_version": "2024-10-21"})
+	require.NoError(t, err)
+	assert.Equal(t, "2024-10-21", c.APIVersion)
+	assert.ErrorContains(t, c.Unresolved(), "set AZURE_OPENAI_ENDPOINT")
+	c, err = r.Config("azure_openai:my-gpt", map[string]any{"base_url": "https://res.openai.azure.com"})
+	require.NoError(t, err)
+	assert.NoError(t, c.Unresolved(), "base_url replaces the entry's URL and its unset variable")
+
+	_, err = r.Config("vertex:m", map[string]any{"project": "a/b"})
+	assert.ErrorContains(t, err, `project "a/b" may not contain '/'`)
+}
+
+// TestReplayStandsInForAnUnsetEndpoint: replaying, an unset variable that
+// names a base URL's scheme and host becomes provider.ReplayHost, since
+// replay matching ignores hosts; one inside the path stays an error.
+func TestReplayStandsInForAnUnsetEndpoint(t *testing.T) {
+	r := provider.NewResolver(provider.Config{Getenv: env(nil), Replay: true})
+	c, err := r.Config("azure:gpt-4o", nil)
+	require.NoError(t, err)
+	assert.Equal(t, provider.ReplayHost+"/openai/v1", c.BaseURL)
+	assert.NoError(t, c.Unresolved())
+
+	require.NoError(t, r.SetEntry("gw", provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "https://gw.internal/${TENANT}/v1"}))
+	c, err = r.Config("gw:m", nil)
+	require.NoError(t, err)
+	assert.ErrorContains(t, c.Unresolved(), "set TENANT", "a path variable changes what replay matches")
+
+	live := provider.NewResolver(provider.Config{Getenv: env(nil)})
+	c, err = live.Config("azure:gpt-4o", nil)
+	require.NoError(t, err)
+	assert.ErrorContains(t, c.Unresolved(), "set AZURE_OPENAI_ENDPOINT")
+}
+
+// TestCloudCredentialsAreSecrets: the values of a kind's credential
+// variables are scrubbed from errors and logs.
+func TestCloudCredentialsAreSecrets(t *testing.T) {
+	vars := map[string]string{"AWS_SECRET_ACCESS_KEY": "canary-secret-value", "AWS_SESSION_TOKEN": "canary-session", "GOOGLE_OAUTH_ACCESS_TOKEN": "ya29.canary-token"}
+	c, err := newResolver(t, vars).Config("bedrock:m", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "x [REDACTED] y [REDACTED]", c.Scrub("x canary-secret-value y canary-session"))
+	assert.Equal(t, "ya29.canary-token", c.Scrub("ya29.canary-token"), "another kind's variables are not this one's")
+	c, err = newResolver(t, vars).Config("vertex:m", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "[REDACTED]", c.Scrub("ya29.canary-token"))
 }

@@ -19,7 +19,8 @@ type RecordedAnswer struct {
 	Body   []byte
 }
 
-// Streamed reports whether the answer is a server-sent event stream.
+// Streamed reports whether the answer is an event stream (server-sent
+// events, or Bedrock's binary event stream).
 func (a RecordedAnswer) Streamed() bool {
 	return IsEventStream(a.Header.Get("Content-Type"))
 }
@@ -66,7 +67,7 @@ func (a RecordedAnswer) RoundTrip(req *http.Request) (*http.Response, error) {
 // network or read the environment.
 func DecodeConfig(kind string, a RecordedAnswer) Config {
 	base := "https://recorded.invalid"
-	if kind != KindAnthropic && kind != KindGemini {
+	if kind == KindOpenAI || kind == KindOpenAICompatible {
 		base += "/v1"
 	}
 	return Config{

@@ -57,7 +57,44 @@ var allowed = []struct {
 var leaves = []string{"internal/fileutil", "internal/procgroup", "internal/yamlx"}
 
 // sdkPrefixes may only be imported under harness/provider/.
-var sdkPrefixes = []string{"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go", "google.golang.org/genai"}
+//
+// The cloud credential chains count as provider SDKs: AWS's, Azure's and
+// Google's, which the cloud adapters pull in.
+var sdkPrefixes = []string{
+	"github.com/anthropics/anthropic-sdk-go", "github.com/openai/openai-go", "google.golang.org/genai",
+	"github.com/aws/", "github.com/Azure/", "github.com/AzureAD/",
+	"golang.org/x/oauth2", "google.golang.org/api", "cloud.google.com/go",
+}
+
+// cloudPrefixes are the modules only a cloud adapter may link: the
+// credential chains and transports of AWS, Azure and Google Cloud.
+var cloudPrefixes = []string{
+	"github.com/aws/", "github.com/Azure/", "github.com/AzureAD/",
+	"golang.org/x/oauth2", "google.golang.org/api", "google.golang.org/grpc", "cloud.google.com/go",
+}
+
+// TestCloudChainsStayInTheirAdapters is the go list -deps check: the
+// adapters of the first-party APIs and everything the harness builds on
+// link none of the cloud credential chains, which only the Bedrock, Vertex
+// AI and Azure adapters (and what wires them in) need.
+func TestCloudChainsStayInTheirAdapters(t *testing.T) {
+	pkgs := []string{"harness/llm", "harness/agent", "harness/provider", "harness/provider/anthropic", "harness/provider/openai",
+		"harness/middleware", "harness/profile", "harness/catalog", "fakes/cassette", "fakes/llmserver"}
+	for _, p := range pkgs {
+		out, err := exec.Command("go", "list", "-deps", module+"/"+p).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", p, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, c := range cloudPrefixes {
+				if strings.HasPrefix(dep, c) {
+					t.Errorf("%s links %s; only harness/provider/{bedrock,vertex,azure} may pull in cloud credential chains", p, dep)
+					break
+				}
+			}
+		}
+	}
+}
 
 type pkg struct {
 	ImportPath string
@@ -170,6 +207,9 @@ func TestRulesCatchViolations(t *testing.T) {
 		{"harness/checkpoint", "harness/middleware", false},
 		{"harness/checkpoint", "fakes", false},
 		{"harness/provider/builtin", "harness/provider/openai", true},
+		{"harness/provider/bedrock", "harness/provider/anthropic", true},
+		{"harness/provider/azure", "harness/provider/openai", true},
+		{"fakes/replay", "harness/provider/bedrock", true},
 		{"harness/catalog", "harness/agent", false},
 		{"harness/middleware", "harness/catalog", true},
 		{"evals", "harness/catalog", true},

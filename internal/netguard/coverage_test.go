@@ -15,7 +15,7 @@ const module = "github.com/dageval/dageval"
 
 // adapterPackage matches a provider adapter among a test binary's
 // dependencies, including the package under test itself.
-var adapterPackage = regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/harness/provider/(anthropic|openai)( \[.*\])?$`)
+var adapterPackage = regexp.MustCompile(`^` + regexp.QuoteMeta(module) + `/harness/provider/(anthropic|openai|gemini|bedrock|vertex|azure)( \[.*\])?$`)
 
 // guardCall is how a TestMain installs the guard.
 var guardCall = regexp.MustCompile(`netguard\.(Main\(|Install\(\)|Transport\(\))`)

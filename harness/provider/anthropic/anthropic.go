@@ -21,12 +21,17 @@ import (
 // DefaultBaseURL is the Anthropic API root.
 const DefaultBaseURL = "https://api.anthropic.com"
 
-// Model is a Claude model behind the Messages API. It implements
-// llm.ChatModel, llm.StreamingModel and llm.Identified and is safe for
-// concurrent use.
+// Model is a Claude model behind the Messages API, directly or through a
+// cloud Platform. It implements llm.ChatModel, llm.StreamingModel and
+// llm.Identified and is safe for concurrent use.
 type Model struct {
 	cfg      provider.Config
-	messages sdk.MessageService
+	platform Platform
+	base     []option.RequestOption // the adapter's own client options
+
+	once      sync.Once
+	messages  sdk.MessageService
+	clientErr error
 
 	schemaMu sync.RWMutex
 	schemas  map[string]sdk.ToolInputSchemaParam // by raw tool schema
@@ -36,6 +41,19 @@ type Model struct {
 	blocks provider.Encoded[[]sdk.ContentBlockParamUnion]
 	turns  provider.Encoded[*encodedTurn]
 	tools  provider.Encoded[sdk.ToolUnionParam]
+}
+
+// Platform routes the adapter through a cloud's hosting of Claude (Amazon
+// Bedrock, Google Vertex AI) by way of the SDK's own adaptation for it.
+type Platform interface {
+	// ClientOptions returns the SDK options that route and authenticate
+	// every call. A model asks once, at its first call and never while it
+	// is built, so building reads no credentials; an error fails that call
+	// and the later ones. The options are applied after the adapter's own
+	// (HTTP client, retries, headers), so that the platform's adaptation
+	// runs nearest the wire, as the SDK requires, and the recorder under
+	// the HTTP client sees the request as the platform sends it.
+	ClientOptions(ctx context.Context) ([]option.RequestOption, error)
 }
 
 var (
@@ -64,6 +82,25 @@ func New(cfg provider.Config) (*Model, error) {
 	if cfg.Kind != provider.KindAnthropic {
 		return nil, fmt.Errorf("anthropic: config is for kind %s", cfg.Kind)
 	}
+	return newModel(cfg, nil)
+}
+
+// NewOn builds a model whose calls go through platform, for the adapters
+// of Claude on other clouds (harness/provider/bedrock, .../vertex). An
+// empty cfg.BaseURL leaves the endpoint to the platform; a set one (a
+// local server, a proxy) replaces it. Like New, it reads no credentials.
+func NewOn(cfg provider.Config, platform Platform) (*Model, error) {
+	if platform == nil {
+		return nil, errors.New("anthropic: NewOn needs a platform")
+	}
+	cfg = cfg.Clone()
+	if cfg.Kind == "" || cfg.Provider == "" {
+		return nil, errors.New("anthropic: a platform model needs its config's Kind and Provider")
+	}
+	return newModel(cfg, platform)
+}
+
+func newModel(cfg provider.Config, platform Platform) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,10 +108,12 @@ func New(cfg provider.Config) (*Model, error) {
 		// Keep ANTHROPIC_* variables and profile files out: the config says
 		// everything, which is what makes tests and replays hermetic.
 		option.WithoutEnvironmentDefaults(),
-		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(cfg.Client()),
 		option.WithMaxRetries(0), // provider.RetryPolicy decides
 		option.WithoutOpenTelemetry(),
+	}
+	if platform == nil {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
@@ -82,8 +121,37 @@ func New(cfg provider.Config) (*Model, error) {
 	for _, k := range slices.Sorted(maps.Keys(cfg.ExtraBody)) {
 		opts = append(opts, option.WithJSONSet(k, cfg.ExtraBody[k]))
 	}
-	client := sdk.NewClient(opts...)
-	return &Model{cfg: cfg, messages: client.Messages}, nil
+	m := &Model{cfg: cfg, platform: platform, base: opts}
+	if platform == nil {
+		m.messages = sdk.NewClient(opts...).Messages
+		m.once.Do(func() {})
+	}
+	return m, nil
+}
+
+// service returns the Messages service, building a platform's client at
+// the first call.
+func (m *Model) service(ctx context.Context) (*sdk.MessageService, error) {
+	m.once.Do(func() {
+		extra, err := m.platform.ClientOptions(context.WithoutCancel(ctx))
+		if err != nil {
+			if _, ok := llm.AsError(err); !ok {
+				err = &llm.Error{Kind: llm.ErrAuthentication, Provider: m.cfg.Provider, Message: m.cfg.Scrub(err.Error()), Err: err}
+			}
+			m.clientErr = err
+			return
+		}
+		opts := append(slices.Clone(m.base), extra...)
+		if m.cfg.BaseURL != "" {
+			// After the platform's options, which set its own endpoint.
+			opts = append(opts, option.WithBaseURL(m.cfg.BaseURL))
+		}
+		m.messages = sdk.NewClient(opts...).Messages
+	})
+	if m.clientErr != nil {
+		return nil, m.clientErr
+	}
+	return &m.messages, nil
 }
 
 // Identity implements llm.Identified.
@@ -97,9 +165,17 @@ func (m *Model) Config() provider.Config { return m.cfg.Clone() }
 // request timeout far beyond any call. An explicit timeout lifts the SDK's
 // refusal of long non-streaming calls; a total one would cut long streams,
 // so the limit is the per-attempt silence timeout of provider.Config.
+//
+// A platform authenticates calls itself (SigV4, OAuth); only an
+// unresolved config is reported here for it.
 func (m *Model) callOptions(stream bool) ([]option.RequestOption, *provider.Capture, error) {
-	header, value, err := m.cfg.Credentials()
-	if err != nil {
+	var header, value string
+	if m.platform == nil {
+		var err error
+		if header, value, err = m.cfg.Credentials(); err != nil {
+			return nil, nil, err
+		}
+	} else if err := m.cfg.Unresolved(); err != nil {
 		return nil, nil, err
 	}
 	capture := &provider.Capture{Stream: stream}
@@ -130,7 +206,11 @@ func (m *Model) generateOnce(ctx context.Context, params sdk.MessageNewParams, e
 	if err != nil {
 		return nil, err
 	}
-	msg, err := m.messages.New(ctx, params, append(opts, extra...)...)
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := svc.New(ctx, params, append(opts, extra...)...)
 	if err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			resp, err := m.streamOnce(ctx, params, func(llm.Chunk) bool { return true }, option.WithHTTPClient(&http.Client{Transport: a}))

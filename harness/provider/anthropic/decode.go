@@ -17,6 +17,13 @@ func DecodeAnswer(ctx context.Context, a provider.RecordedAnswer) (*llm.Response
 	if err != nil {
 		return nil, err
 	}
+	return DecodeAnswerWith(ctx, m, a)
+}
+
+// DecodeAnswerWith is DecodeAnswer through m, a model built over
+// provider.DecodeConfig(kind, a): how the platform adapters decode what
+// their platform recorded (Bedrock's binary event stream included).
+func DecodeAnswerWith(ctx context.Context, m *Model, a provider.RecordedAnswer) (*llm.Response, error) {
 	req := &llm.Request{Messages: []llm.Message{llm.User("decode a recorded answer")}}
 	if !a.Streamed() {
 		return m.Generate(ctx, req)

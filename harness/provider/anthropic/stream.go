@@ -81,8 +81,12 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emi
 	if err != nil {
 		return nil, err
 	}
+	svc, err := m.service(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var raw *http.Response
-	stream := m.messages.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
+	stream := svc.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {

@@ -25,10 +25,13 @@ func TestEveryBuiltinEntryBuildsARealModelWithoutAKey(t *testing.T) {
 		m, err := r.Resolve(spec)
 		require.NoError(t, err, spec)
 		switch name {
-		case "anthropic":
+		case "anthropic", "bedrock", "vertex":
 			assert.IsType(t, &anthropic.Model{}, m)
 		case "gemini", "google_genai":
 			assert.IsType(t, &gemini.Model{}, m)
+		case "azure_openai":
+			require.IsType(t, &openai.Model{}, m)
+			assert.False(t, m.(*openai.Model).Config().ResponsesAPI(), "Azure deployments default to Chat Completions, as in Deep Agents")
 		default:
 			require.IsType(t, &openai.Model{}, m)
 			assert.Equal(t, name == "openai", m.(*openai.Model).Config().ResponsesAPI(), spec)

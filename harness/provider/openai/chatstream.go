@@ -162,7 +162,11 @@ func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewPara
 		return nil, err
 	}
 	var raw *http.Response
-	stream := m.chat.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
+	svc, err := m.services(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stream := svc.chat.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {

@@ -27,9 +27,13 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 // server. It implements llm.ChatModel, llm.StreamingModel and
 // llm.Identified and is safe for concurrent use.
 type Model struct {
-	cfg       provider.Config
-	chat      sdk.ChatCompletionService
-	responses responses.ResponseService
+	cfg      provider.Config
+	platform Platform
+	base     []option.RequestOption // the adapter's own client options
+
+	once      sync.Once
+	svc       services
+	clientErr error
 
 	schemaMu sync.RWMutex
 	schemas  map[string]map[string]any // tool parameters by raw schema
@@ -41,6 +45,24 @@ type Model struct {
 	chatTools     provider.Encoded[sdk.ChatCompletionToolUnionParam]
 	responseItems provider.Encoded[[]responses.ResponseInputItemUnionParam]
 	responseTools provider.Encoded[responses.ToolUnionParam]
+}
+
+type services struct {
+	chat      sdk.ChatCompletionService
+	responses responses.ResponseService
+}
+
+// Platform routes the adapter through a cloud's hosting of OpenAI models
+// (Azure OpenAI) by way of the SDK's own adaptation for it.
+type Platform interface {
+	// ClientOptions returns the SDK options that route and authenticate
+	// every call. A model asks once, at its first call and never while it
+	// is built, so building reads no credentials; an error fails that call
+	// and the later ones. The options are applied after the adapter's own
+	// (HTTP client, retries, headers), so that the platform's adaptation
+	// runs nearest the wire and the recorder under the HTTP client sees the
+	// request as the platform sends it.
+	ClientOptions(ctx context.Context) ([]option.RequestOption, error)
 }
 
 var (
@@ -72,16 +94,36 @@ func New(cfg provider.Config) (*Model, error) {
 	if cfg.Kind != provider.KindOpenAI && cfg.Kind != provider.KindOpenAICompatible {
 		return nil, fmt.Errorf("openai: config is for kind %s", cfg.Kind)
 	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
 	if cfg.ResponsesAPI() && cfg.Kind != provider.KindOpenAI {
 		return nil, fmt.Errorf("openai: provider %s speaks Chat Completions; the Responses API needs kind %s", cfg.Provider, provider.KindOpenAI)
 	}
+	return newModel(cfg, nil)
+}
+
+// NewOn builds a model whose calls go through platform, for the adapters
+// of OpenAI models on other clouds (harness/provider/azure). The platform
+// sets the endpoint from cfg. Like New, it reads no credentials.
+func NewOn(cfg provider.Config, platform Platform) (*Model, error) {
+	if platform == nil {
+		return nil, errors.New("openai: NewOn needs a platform")
+	}
+	cfg = cfg.Clone()
+	if cfg.Kind == "" || cfg.Provider == "" {
+		return nil, errors.New("openai: a platform model needs its config's Kind and Provider")
+	}
+	return newModel(cfg, platform)
+}
+
+func newModel(cfg provider.Config, platform Platform) (*Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
 		option.WithHTTPClient(cfg.Client()),
 		option.WithMaxRetries(0), // provider.RetryPolicy decides
+	}
+	if platform == nil {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
@@ -89,7 +131,32 @@ func New(cfg provider.Config) (*Model, error) {
 	for _, k := range slices.Sorted(maps.Keys(cfg.ExtraBody)) {
 		opts = append(opts, option.WithJSONSet(k, cfg.ExtraBody[k]))
 	}
-	return &Model{cfg: cfg, chat: sdk.NewChatCompletionService(opts...), responses: responses.NewResponseService(opts...)}, nil
+	m := &Model{cfg: cfg, platform: platform, base: opts}
+	if platform == nil {
+		m.svc = services{chat: sdk.NewChatCompletionService(opts...), responses: responses.NewResponseService(opts...)}
+		m.once.Do(func() {})
+	}
+	return m, nil
+}
+
+// services returns the SDK services, building a platform's at the first call.
+func (m *Model) services(ctx context.Context) (*services, error) {
+	m.once.Do(func() {
+		extra, err := m.platform.ClientOptions(context.WithoutCancel(ctx))
+		if err != nil {
+			if _, ok := llm.AsError(err); !ok {
+				err = &llm.Error{Kind: llm.ErrAuthentication, Provider: m.cfg.Provider, Message: m.cfg.Scrub(err.Error()), Err: err}
+			}
+			m.clientErr = err
+			return
+		}
+		opts := append(slices.Clone(m.base), extra...)
+		m.svc = services{chat: sdk.NewChatCompletionService(opts...), responses: responses.NewResponseService(opts...)}
+	})
+	if m.clientErr != nil {
+		return nil, m.clientErr
+	}
+	return &m.svc, nil
 }
 
 // Identity implements llm.Identified.
@@ -100,9 +167,17 @@ func (m *Model) Config() provider.Config { return m.cfg.Clone() }
 
 // callOptions are the per-call options: credentials and the capture of the
 // exchange (stream says whether the call asks for an event stream).
+//
+// A platform authenticates calls itself (api-key, Entra ID); only an
+// unresolved config is reported here for it.
 func (m *Model) callOptions(stream bool) ([]option.RequestOption, *provider.Capture, error) {
-	header, value, err := m.cfg.Credentials()
-	if err != nil {
+	var header, value string
+	if m.platform == nil {
+		var err error
+		if header, value, err = m.cfg.Credentials(); err != nil {
+			return nil, nil, err
+		}
+	} else if err := m.cfg.Unresolved(); err != nil {
 		return nil, nil, err
 	}
 	capture := &provider.Capture{Stream: stream}
@@ -153,8 +228,12 @@ func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewP
 	if err != nil {
 		return nil, err
 	}
+	svc, err := m.services(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var body answerBody
-	if _, err := m.responses.New(ctx, params, append(append(opts, option.WithResponseBodyInto(&body)), extra...)...); err != nil {
+	if _, err := svc.responses.New(ctx, params, append(append(opts, option.WithResponseBodyInto(&body)), extra...)...); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			return m.timed(capture)(m.streamResponses(ctx, params, keepAll, answerClient(a)))
 		}
@@ -171,7 +250,11 @@ func (m *Model) chatOnce(ctx context.Context, params sdk.ChatCompletionNewParams
 	if err != nil {
 		return nil, err
 	}
-	c, err := m.chat.New(ctx, params, append(opts, extra...)...)
+	svc, err := m.services(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := svc.chat.New(ctx, params, append(opts, extra...)...)
 	if err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			return m.timed(capture)(m.streamChat(ctx, params, nMessages, keepAll, answerClient(a)))

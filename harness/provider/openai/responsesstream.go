@@ -44,7 +44,11 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 		return nil, err
 	}
 	var raw *http.Response
-	stream := m.responses.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
+	svc, err := m.services(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stream := svc.responses.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {

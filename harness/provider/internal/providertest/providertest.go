@@ -200,3 +200,85 @@ func BenchStream(b *testing.B, m llm.StreamingModel, req *llm.Request) {
 		}
 	}
 }
+
+// Wire is an http.RoundTripper that never dials: it keeps every request,
+// body included, and answers the n-th with the n-th handler. Adapters whose
+// SDK picks the host itself (the cloud routes) are tested through it.
+type Wire struct {
+	t      testing.TB
+	mu     sync.Mutex
+	steps  []http.HandlerFunc
+	reqs   []*http.Request
+	bodies []string
+}
+
+// NewWire returns a Wire answering with steps; a request beyond the last
+// step fails the test.
+func NewWire(t testing.TB, steps ...http.HandlerFunc) *Wire { return &Wire{t: t, steps: steps} }
+
+// RoundTrip implements http.RoundTripper.
+func (w *Wire) RoundTrip(r *http.Request) (*http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			return nil, err
+		}
+		_ = r.Body.Close()
+	}
+	w.mu.Lock()
+	i := len(w.reqs)
+	w.reqs = append(w.reqs, r.Clone(context.Background()))
+	w.bodies = append(w.bodies, string(body))
+	w.mu.Unlock()
+	rec := httptest.NewRecorder()
+	if i >= len(w.steps) {
+		w.t.Errorf("unexpected request %d to %s", i, r.URL)
+		http.Error(rec, "unexpected", http.StatusTeapot)
+	} else {
+		w.steps[i](rec, r)
+	}
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
+
+// Requests returns the requests received so far.
+func (w *Wire) Requests() []*http.Request {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]*http.Request(nil), w.reqs...)
+}
+
+// Body returns the body of request i.
+func (w *Wire) Body(i int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bodies[i]
+}
+
+// Env is a getenv over vars that notes every name asked for, so a test can
+// tell which variables an adapter read.
+type Env struct {
+	vars  map[string]string
+	mu    sync.Mutex
+	asked []string
+}
+
+// NewEnv returns an Env over vars.
+func NewEnv(vars map[string]string) *Env { return &Env{vars: vars} }
+
+// Getenv has the shape of os.Getenv.
+func (e *Env) Getenv(name string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, name)
+	return e.vars[name]
+}
+
+// Asked returns the names asked for so far, in order.
+func (e *Env) Asked() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.asked...)
+}
