@@ -120,3 +120,26 @@ func TestAzureEndpoints(t *testing.T) {
 	assert.Equal(t, "my-gpt", served[1].Model)
 	assert.Equal(t, cassette.APIOpenAIChat, served[0].API)
 }
+
+// TestDecodeCloudRequests: recorded cloud requests read as the model saw
+// them, as cassette diff reads them, the model and stream flag taken from
+// the path where these hosts put them.
+func TestDecodeCloudRequests(t *testing.T) {
+	req, model, stream, err := llmserver.DecodeRequest("https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-haiku-4-5-20251001-v1:0/invoke-with-response-stream",
+		[]byte(`{"anthropic_version":"bedrock-2023-05-31","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, "us.anthropic.claude-haiku-4-5-20251001-v1:0", model)
+	assert.True(t, stream)
+	assert.Equal(t, "hi", req.Messages[0].Text())
+
+	_, model, stream, err = llmserver.DecodeRequest("https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict",
+		[]byte(`{"anthropic_version":"vertex-2023-10-16","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, "claude-sonnet-4-5@20250929", model)
+	assert.False(t, stream)
+
+	_, model, _, err = llmserver.DecodeRequest("https://res.openai.azure.com/openai/deployments/my-gpt/chat/completions?api-version=2024-10-21",
+		[]byte(`{"messages":[{"role":"user","content":"hi"}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, "my-gpt", model)
+}

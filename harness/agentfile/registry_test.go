@@ -181,7 +181,7 @@ func TestRegistryErrors(t *testing.T) {
 		{"Go tool declared twice", "tools:\n  - go: lookup_order\n  - name: lookup_order\n", `agent.yaml:3:5: tools[1].name: tool "lookup_order" is declared twice`},
 		{"unregistered subagent", "subagents:\n  - compiled: writer\n", `agent.yaml:2:5: subagents[0].compiled: no subagent is registered as "writer" (registered: helper)`},
 		{"compiled subagent with a prompt", "subagents:\n  - compiled: helper\n    system_prompt: Be nice.\n", "agent.yaml:3:5: subagents[0].system_prompt: subagent helper is built in Go (compiled: helper); its system_prompt comes from there"},
-		{"unregistered provider", "model: acme:m\n", `agent.yaml:1:1: model: unknown provider "acme" in model "acme:m" (known: anthropic, azure, corp,`},
+		{"unregistered provider", "model: acme:m\n", `agent.yaml:1:1: model: unknown provider "acme" in model "acme:m" (known: anthropic, azure, azure_openai, bedrock, corp,`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
