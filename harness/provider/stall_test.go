@@ -26,24 +26,28 @@ func TestStallEndsTheAttempt(t *testing.T) {
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
+		// timeout is the per-attempt silence bound. The body-stops case
+		// needs its first event to arrive within it even on a loaded
+		// machine, so it gets more room than the case that never answers.
+		timeout time.Duration
 		began   bool
 		message string
 	}{
 		{"no headers", func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
-		}, false, "no answer within 10ms"},
+		}, 10 * time.Millisecond, false, "no answer within 10ms"},
 		{"body stops", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, "event: ping\ndata: {}\n\n")
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
-		}, true, "the answer stopped arriving: nothing for 10ms"},
+		}, 500 * time.Millisecond, true, "the answer stopped arriving: nothing for 500ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(tt.handler)
 			defer srv.Close()
-			c := provider.Config{Provider: "p", Timeout: 10 * time.Millisecond, Retry: provider.RetryPolicy{MaxAttempts: 2, Sleep: func(context.Context, time.Duration) error { return nil }}}
+			c := provider.Config{Provider: "p", Timeout: tt.timeout, Retry: provider.RetryPolicy{MaxAttempts: 2, Sleep: func(context.Context, time.Duration) error { return nil }}}
 			client := c.Client()
 			calls := 0
 			_, err := provider.Do(context.Background(), c, func(ctx context.Context) (string, error) {
