@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/olekukonko/tablewriter/tw"
-
 	"github.com/dageval/dageval/evals"
 )
 
@@ -67,11 +65,16 @@ func (c *Comparison) sides() string {
 		c.Base.Mode, c.Base.ActualCells, c.Base.ExpectedCells, c.Head.Mode, c.Head.ActualCells, c.Head.ExpectedCells)
 }
 
-// WriteText writes the comparison for a terminal.
-func (c *Comparison) WriteText(w io.Writer) error {
+// WriteText writes the comparison for a terminal in the wide layout
+// without colour (see WriteTextWith).
+func (c *Comparison) WriteText(w io.Writer) error { return c.WriteTextWith(w, TextOptions{}) }
+
+// WriteTextWith writes the comparison for a terminal.
+func (c *Comparison) WriteTextWith(w io.Writer, o TextOptions) error {
 	ew := &errWriter{w: w}
+	pal := palette(o.Color)
 	fmt.Fprintf(ew, "dageval compare: suite %s (%s)\n", c.Suite, c.sides())
-	fmt.Fprintf(ew, "%s (exit %d)\n", c.Verdict.Reason, c.Verdict.ExitCode)
+	fmt.Fprintf(ew, "%s (exit %d)\n", pal.paint(ansiBold, pal.status(string(c.Verdict.Outcome), c.Verdict.Reason)), c.Verdict.ExitCode)
 	if l := c.pairsLine(); l != "" {
 		fmt.Fprintln(ew, l)
 	}
@@ -82,26 +85,41 @@ func (c *Comparison) WriteText(w io.Writer) error {
 		fmt.Fprintf(ew, "  - %s\n", d)
 	}
 	fmt.Fprintln(ew)
-	L, R := tw.AlignLeft, tw.AlignRight
-	t := newTable(ew, L, L, R, R, R, R, R, R, R, R, R, R)
-	t.Header("model", "profile", "pairs", "base pass", "head pass", "Δ pass", "CI", "pass→fail", "fail→pass", "McNemar p", "Δ score", "score CI")
+	t := &textTable{plain: o.compact(), cols: []textColumn{
+		{header: "model", cut: true}, {header: "profile", cut: true}, {header: "pairs", right: true, prio: 4},
+		{header: "base pass", right: true, prio: 2}, {header: "head pass", right: true}, {header: "Δ pass", right: true}, {header: "CI", right: true, prio: 3},
+		{header: "pass→fail", right: true}, {header: "fail→pass", right: true, prio: 1}, {header: "McNemar p", right: true, prio: 5}, {header: "Δ score", right: true, prio: 4}, {header: "score CI", right: true, prio: 6},
+	}}
 	row := func(e Effect, m, p string) []string {
 		return []string{m, p, strconv.Itoa(e.Pairs), pct(e.BasePassRate), pct(e.HeadPassRate), ppDelta(e.PassDelta), ciPP(e.PassCI),
 			strconv.Itoa(e.Regressions), strconv.Itoa(e.Improvements), pvalue(e.McNemarP), signed(e.ScoreDelta), ciScore(e.ScoreCI)}
 	}
 	for _, e := range c.Groups {
-		if err := t.Append(row(e, modelName(e.Model, e.HeadModel), e.Profile)); err != nil {
-			return err
+		t.rows = append(t.rows, row(e, modelName(e.Model, e.HeadModel), e.Profile))
+	}
+	t.footer = row(c.Overall, "overall", "")
+	if pal {
+		t.paint = func(r, col int, s string) string {
+			switch {
+			case r < 0:
+				return pal.paint(ansiBold, s)
+			case col == 7:
+				return pal.nonZero(ansiRed, s)
+			case col == 8:
+				return pal.nonZero(ansiGreen, s)
+			}
+			return s
 		}
 	}
-	t.Footer(row(c.Overall, "overall", ""))
-	if err := t.Render(); err != nil {
+	dropped, err := t.render(ew, o.Width)
+	if err != nil {
 		return err
 	}
+	droppedNote(ew, o, dropped)
 	fmt.Fprintf(ew, "\nGate tests (policy %s; Holm-adjusted over %d, α = %s, tolerance %s; intervals: %d-resample cluster bootstrap, seed %d)\n",
 		c.Options.Policy, len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
-	t = newTable(ew, L, L, R, R, R, R, R, L)
-	t.Header("scope", "metric", "Δ", "CI", "down / up", "p", "p adjusted", "supported")
+	t = &textTable{plain: o.compact(), cols: []textColumn{{header: "scope", cut: true}, {header: "metric"}, {header: "Δ", right: true}, {header: "CI", right: true, prio: 2},
+		{header: "down / up", right: true, prio: 3}, {header: "p", right: true, prio: 1}, {header: "p adjusted", right: true}, {header: "supported"}}}
 	for _, x := range c.Tests {
 		d, ci := ppDelta(x.Delta), ciPP(x.CI)
 		if x.Metric == "score" {
@@ -114,13 +132,13 @@ func (c *Comparison) WriteText(w io.Writer) error {
 				sup = "yes, within tolerance"
 			}
 		}
-		if err := t.Append([]string{x.Scope, x.Metric, d, ci, fmt.Sprintf("%d / %d", x.Down, x.Up), pvalue(x.P), pvalue(x.PAdjusted), sup}); err != nil {
-			return err
-		}
+		t.rows = append(t.rows, []string{x.Scope, x.Metric, d, ci, fmt.Sprintf("%d / %d", x.Down, x.Up), pvalue(x.P), pvalue(x.PAdjusted), sup})
 	}
-	if err := t.Render(); err != nil {
+	dropped, err = t.render(ew, o.Width)
+	if err != nil {
 		return err
 	}
+	droppedNote(ew, o, dropped)
 	fmt.Fprintf(ew, "\nMinimum detectable effect: %s.\n", c.mdeSentence())
 	c.writeCaseLists(ew, false)
 	return ew.err

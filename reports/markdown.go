@@ -78,6 +78,8 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(ew)
+	// Six columns fit a pull-request comment without hiding the cost;
+	// pass@k, pass^k and latency are folded away below.
 	k := strconv.Itoa(rep.Totals.K)
 	var rows [][]string
 	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
@@ -87,13 +89,24 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		} else {
 			m = mdCode(m)
 		}
-		rows = append(rows, []string{m, md(p), pct(g.PassRate), ci(g.CI95[0], g.CI95[1]), strconv.Itoa(g.Passed), strconv.Itoa(g.Failed), strconv.Itoa(g.Errors), strconv.Itoa(g.Missing),
-			score(g.MeanScore), pct(g.PassAtK), pct(g.PassHatK), md(usd(g.CostUSD, g.CostKnown)), groupLatency(g.Latency)})
+		rows = append(rows, []string{m, md(p), pct(g.PassRate) + " (" + ci(g.CI95[0], g.CI95[1]) + ")", passedOf(g), score(g.MeanScore), md(usd(g.CostUSD, g.CostKnown))})
 	}
-	mdTable(ew, "llrrrrrrrrrrr", []string{"Model", "Profile", "Pass rate", "CI95", "Pass", "Fail", "Error", "Missing", "Score", "pass@" + k, "pass^" + k, "Cost", "Latency"}, rows...)
+	mdTable(ew, "llrrrr", []string{"Model", "Profile", "Pass rate (CI95)", "Passed", "Score", "Cost"}, rows...)
 	if rep.costUnknown() {
 		fmt.Fprintf(ew, "\n%s\n", md(costFootnote))
 	}
+
+	fmt.Fprintf(ew, "\n<details><summary>pass@%s, pass^%s and latency per group</summary>\n\n", k, k)
+	rows = rows[:0]
+	for _, g := range append(append([]Group(nil), rep.Groups...), rep.Totals) {
+		m, p := groupLabel(g)
+		if m != "total" {
+			m = mdCode(m)
+		}
+		rows = append(rows, []string{m, md(p), strconv.Itoa(g.Expected), pct(g.PassAtK), pct(g.PassHatK), groupLatency(g.Latency)})
+	}
+	mdTable(ew, "llrrrr", []string{"Model", "Profile", "Cells", "pass@" + k, "pass^" + k, "Latency"}, rows...)
+	fmt.Fprintf(ew, "\n</details>\n")
 
 	fmt.Fprintf(ew, "\n<details><summary>Tokens per role</summary>\n\n")
 	rows = rows[:0]
@@ -123,13 +136,16 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		return ew.err
 	}
 	if len(rep.Failing) > 0 {
-		fmt.Fprintf(ew, "\n<details><summary>Failing cells (%d)</summary>\n\n", len(rep.Failing))
-		for i, f := range rep.Failing {
-			if i == mdMaxCells {
-				fmt.Fprintf(ew, "… and %d more; the JSON and HTML reports list every cell.\n\n", len(rep.Failing)-i)
+		// Open: the failures are what a reviewer came for.
+		fmt.Fprintf(ew, "\n<details open><summary>Failing cells (%d)</summary>\n\n", len(rep.Failing))
+		shown := 0
+		for _, g := range rep.failureGroups() {
+			if shown >= mdMaxCells {
+				fmt.Fprintf(ew, "… and %d more; the JSON and HTML reports list every cell.\n\n", len(rep.Failing)-shown)
 				break
 			}
-			writeFailingMarkdown(ew, f)
+			writeFailingMarkdown(ew, g)
+			shown += len(g.cells)
 		}
 		fmt.Fprintf(ew, "</details>\n")
 	}
@@ -192,15 +208,64 @@ func (rep *Report) writeLatencyMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "\n</details>\n")
 }
 
-func writeFailingMarkdown(w io.Writer, f FailingCell) {
-	fmt.Fprintf(w, "%s — %s, score %s\n", mdCellName(f.CellKey), strings.ToUpper(f.Status), score(f.Score))
-	if f.Error != "" {
-		block := clipLines(f.Error, errorLines)
-		fence := "```"
-		for strings.Contains(block, fence) {
-			fence += "`"
+// passedOf is a group's passed cells with what became of the others:
+// "7/8, 1 failed".
+func passedOf(g Group) string {
+	s := fmt.Sprintf("%d/%d", g.Passed, g.Expected)
+	for _, x := range []struct {
+		n    int
+		what string
+	}{{g.Failed, "failed"}, {g.Errors, "errored"}, {g.Missing, "missing"}} {
+		if x.n > 0 {
+			s += fmt.Sprintf(", %d %s", x.n, x.what)
 		}
-		fmt.Fprintf(w, "\n%stext\n%s\n%s\n", fence, block, fence)
+	}
+	return s
+}
+
+// mdCellsName names a case under a model and profile over some epochs.
+func mdCellsName(k evals.CellKey, epochs []int) string {
+	return fmt.Sprintf("**%s** · %s · %s · %s", md(k.Case), mdCode(k.Model), md(k.Profile), epochList(epochs))
+}
+
+// mdBlock fences an error, as a diff when it holds one (a replay miss's
+// request diff), so GitHub colours the changed lines.
+func mdBlock(w io.Writer, s string) {
+	block := clipLines(s, errorLines)
+	fence := "```"
+	for strings.Contains(block, fence) {
+		fence += "`"
+	}
+	lang := "text"
+	if strings.Contains(block, "\n--- ") && strings.Contains(block, "\n+++ ") {
+		lang = "diff"
+	}
+	fmt.Fprintf(w, "\n%s%s\n%s\n%s\n", fence, lang, block, fence)
+}
+
+func writeFailingMarkdown(w io.Writer, g failureGroup) {
+	f := g.cells[0]
+	if g.cause != "" {
+		fmt.Fprintf(w, "⚠️ **%s**; the first one's error is below\n\n", md(causeTitle(g.cause, len(g.cells))))
+		cells := byCell(g.cells)
+		for i, c := range cells {
+			if i == errorGroupNames {
+				fmt.Fprintf(w, "- … and %d more\n", len(cells)-i)
+				break
+			}
+			fmt.Fprintf(w, "- %s\n", mdCellsName(c.cells[0].CellKey, c.epochs()))
+		}
+		fmt.Fprintf(w, "\nError of %s:\n", mdCellName(f.CellKey))
+		mdBlock(w, f.Error)
+		if h := evals.Cause(g.cause).Hint(); h != "" {
+			fmt.Fprintf(w, "\nTo fix: %s\n", md(h))
+		}
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintf(w, "%s — %s, score %s\n", mdCellsName(f.CellKey, g.epochs()), strings.ToUpper(f.Status), score(f.Score))
+	if f.Error != "" {
+		mdBlock(w, f.Error)
 	}
 	for _, g := range f.Gaps {
 		fmt.Fprintf(w, "- ✗ rubric (%s) **%s**: %s\n", md(f.RubricResult), md(g.Criterion), md(g.Gap))
