@@ -17,9 +17,25 @@ import (
 // a CI viewer shows why the run failed and not only which cells did; then
 // one <testsuite> per model × profile and one <testcase> per cell. A failed
 // cell is a <failure>, an errored or missing cell an <error> typed by its
-// cause, since neither could be judged. A testcase's time is its agent's
-// model latency, recorded when replayed (so two replays give the same
-// bytes), and absent when unknown; wall time would make replays differ.
+// cause, since neither could be judged.
+//
+// A run that passed although some cells did not (its thresholds hold, or
+// errors were tolerated) writes those cells as <skipped>, with the reason
+// the cell did not pass and why the run passed anyway in the message and
+// the cell's status in its properties. The choice: a test reporter colours
+// the check by its failures, and a red check on a run that dageval and its
+// exit code call passed tells the reviewer something false about the gate;
+// skipped keeps every failing cell listed, with its reason, without
+// claiming the run failed.
+//
+// Times are model latency, recorded when replayed (so two replays give
+// the same bytes): a testcase's time is its cell's when every model call
+// was timed, a testsuite's and the document's the sum over such cells, and
+// each is left out when no cell's time is known; wall time would make
+// replays differ. Class names keep letters, digits, "-" and "_" of the
+// model and profile ("dageval.openai_gpt-4_1.terse"), since viewers split
+// them at dots and some choke on other characters; the exact names are in
+// the properties.
 
 type junitSuites struct {
 	XMLName  xml.Name     `xml:"testsuites"`
@@ -27,6 +43,8 @@ type junitSuites struct {
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
 	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr,omitempty"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -36,6 +54,7 @@ type junitSuite struct {
 	Failures   int             `xml:"failures,attr"`
 	Errors     int             `xml:"errors,attr"`
 	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitCase     `xml:"testcase"`
 }
@@ -52,14 +71,18 @@ type junitCase struct {
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Failure    *junitProblem   `xml:"failure,omitempty"`
 	Error      *junitProblem   `xml:"error,omitempty"`
+	Skipped    *junitProblem   `xml:"skipped,omitempty"`
 	SystemOut  *junitText      `xml:"system-out,omitempty"`
 }
 
 type junitProblem struct {
 	Message string `xml:"message,attr"`
-	Type    string `xml:"type,attr"`
+	Type    string `xml:"type,attr,omitempty"`
 	Text    string `xml:",cdata"`
 }
+
+// seconds formats milliseconds as JUnit's seconds.
+func seconds(ms int64) string { return strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64) }
 
 // junitText keeps multi-line output readable in the file.
 type junitText struct {
@@ -129,6 +152,10 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 	}
 	doc.Suites = append(doc.Suites, rep.junitVerdict())
 	doc.Tests, doc.Failures, doc.Errors = 1, doc.Suites[0].Failures, doc.Suites[0].Errors
+	// passedAnyway: the run passed, so its failing cells are skipped (see above).
+	passedAnyway := rep.Verdict.Passed
+	var docMS int64
+	docTimed := false
 	for _, g := range rep.Groups {
 		s := junitSuite{Name: g.Model + " × " + g.Profile}
 		s.Properties = append([]junitProperty{
@@ -140,6 +167,8 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 		}, tokenProps("tokens.", g.Tokens, false)...)
 		s.Properties = append(s.Properties, groupLatencyProps(g.Latency)...)
 		classname := junitClass(g.Model, g.Profile)
+		var suiteMS int64
+		suiteTimed := false
 		for _, c := range rep.Cells {
 			if c.Model != g.Model || c.Profile != g.Profile {
 				continue
@@ -151,7 +180,9 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 			}, tokenProps("tokens.", c.Tokens, true)...)
 			tc.Properties = append(tc.Properties, latencyProps(c.Latency)...)
 			if l := c.Latency; l.Known() {
-				tc.Time = strconv.FormatFloat(float64(l.ModelMS)/1000, 'f', 3, 64)
+				tc.Time = seconds(l.ModelMS)
+				suiteMS += l.ModelMS
+				suiteTimed = true
 			}
 			info := 0
 			for _, ch := range c.Checks {
@@ -168,10 +199,16 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 				if f.Cause != "" {
 					p.Type = f.Cause
 				}
-				if c.Status == "error" {
+				switch {
+				case passedAnyway:
+					// JUnit's <skipped> has a message only; the status is a property.
+					p.Message, p.Type = rep.passedAnyway(f)+": "+p.Message, ""
+					tc.Skipped = p
+					s.Skipped++
+				case c.Status == "error":
 					tc.Error = p
 					s.Errors++
-				} else {
+				default:
 					tc.Failure = p
 					s.Failures++
 				}
@@ -179,17 +216,32 @@ func (rep *Report) WriteJUnit(w io.Writer) error {
 			s.Cases = append(s.Cases, tc)
 		}
 		for _, m := range missing[[2]string{g.Model, g.Profile}] {
-			s.Cases = append(s.Cases, junitCase{
-				Name: fmt.Sprintf("%s [epoch %d]", m.Case, m.Epoch), Classname: classname,
-				Error: &junitProblem{Type: string(evals.CauseMissing), Message: "no result: the cell did not run to completion", Text: "A missing cell cannot be judged."},
-			})
-			s.Errors++
+			tc := junitCase{Name: fmt.Sprintf("%s [epoch %d]", m.Case, m.Epoch), Classname: classname}
+			p := &junitProblem{Type: string(evals.CauseMissing), Message: "no result: the cell did not run to completion", Text: "A missing cell cannot be judged."}
+			if passedAnyway {
+				p.Message, p.Type = "missing (tolerated; the run passed): "+p.Message, ""
+				tc.Skipped = p
+				s.Skipped++
+			} else {
+				tc.Error = p
+				s.Errors++
+			}
+			s.Cases = append(s.Cases, tc)
+		}
+		if suiteTimed {
+			s.Time = seconds(suiteMS)
+			docMS += suiteMS
+			docTimed = true
 		}
 		s.Tests = len(s.Cases)
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
 		doc.Suites = append(doc.Suites, s)
+	}
+	if docTimed {
+		doc.Time = seconds(docMS)
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
@@ -226,16 +278,42 @@ func (rep *Report) junitVerdict() junitSuite {
 		tc.Failure = &junitProblem{Type: "thresholds", Message: rep.headline(), Text: text}
 		s.Failures = 1
 	default:
+		if n := len(rep.Failing) + len(rep.Missing); n > 0 {
+			text += fmt.Sprintf("%s did not pass, but the run did, so they are reported as skipped, each with its reason.\n", plural(n, "cell", "cells"))
+		}
 		tc.SystemOut = &junitText{text}
 	}
 	s.Cases = []junitCase{tc}
 	return s
 }
 
-// junitClass makes a dotted class name, which CI viewers group by.
+// passedAnyway says why a cell that did not pass is skipped: the run passed
+// by its thresholds, or its errors were tolerated.
+func (rep *Report) passedAnyway(f FailingCell) string {
+	if f.Status == string(evals.StatusError) {
+		return "errored (tolerated; the run passed)"
+	}
+	if rep.Thresholds != nil {
+		return "failed within the suite's thresholds (the run passed)"
+	}
+	return "failed (the run passed)"
+}
+
+// junitClass makes a dotted class name, which CI viewers group by and
+// split at its dots: dageval, the model, the profile.
 func junitClass(model, profile string) string {
-	r := strings.NewReplacer(".", "_", " ", "_")
-	return "dageval." + r.Replace(model) + "." + r.Replace(profile)
+	return "dageval." + classPart(model) + "." + classPart(profile)
+}
+
+// classPart keeps letters, digits, "-" and "_", and writes "_" for the rest.
+func classPart(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, s)
 }
 
 func failureMessage(f FailingCell) string {
