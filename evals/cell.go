@@ -96,6 +96,8 @@ type cellRun struct {
 	closeBackend func() error
 	// warnings did not decide the cell (CellResult.Warnings).
 	warnings []string
+	// given is what the main agent's model was given (CellDetail.Agent).
+	given *AgentGiven
 }
 
 // limitHit reports whether the run stopped on one of the suite's limits,
@@ -157,6 +159,8 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 			_ = closeBackend()
 		}
 	}()
+
+	given := describeGiven(ctx, built)
 
 	history := cell.CaseDef.History
 	msgs := append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(cell.CaseDef.Input))
@@ -246,7 +250,7 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	mu.Lock()
 	defer mu.Unlock()
 
-	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known, closeBackend: closeBackend, warnings: warnings}
+	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known, closeBackend: closeBackend, warnings: warnings, given: given}
 	keep = true
 	if out != nil {
 		run.final = out.State
@@ -652,6 +656,7 @@ func (s *Suite) modelCatalog() *catalog.Catalog {
 // written files of a cell.
 func fillDetail(d *CellDetail, c *Case, run *cellRun) {
 	rec := run.rec
+	d.Agent = run.given
 	if run.final != nil {
 		d.Messages = run.final.Messages
 	} else {
@@ -707,4 +712,22 @@ func partialTranscript(input string, events []agent.Event) []llm.Message {
 		}
 	}
 	return msgs
+}
+
+// describeGiven captures the system prompt and tools the main agent's
+// model is given on its first call, from the agent's Assembly, for the
+// reports: a reader of a failing cell wants the instructions the model
+// had. Describing calls no model; an agent it cannot describe (a factory's
+// compiled agent) simply has none.
+func describeGiven(ctx context.Context, built *builtAgent) *AgentGiven {
+	as, err := built.agent.Describe(ctx, harness.DescribeOptions{Stacks: []string{"main"}, Files: built.seeds})
+	if err != nil || len(as.Stacks) != 1 || as.Stacks[0].Note != "" {
+		return nil
+	}
+	st := as.Stacks[0]
+	g := &AgentGiven{SystemPrompt: st.SystemPrompt, Tools: []AgentTool{}, Middleware: st.Middleware}
+	for _, t := range st.Tools {
+		g.Tools = append(g.Tools, AgentTool{Name: t.Name, Description: t.Description})
+	}
+	return g
 }

@@ -111,6 +111,23 @@ type CellDetail struct {
 	Files map[string]string `json:"files,omitempty"`
 	// Cassette is the cassette path relative to the suite file, when replayed or recorded.
 	Cassette string `json:"cassette,omitempty"`
+	// Agent is what the main agent's model was given: its system prompt
+	// and tools as assembled; absent when the agent could not be described.
+	Agent *AgentGiven `json:"agent,omitempty"`
+}
+
+// AgentGiven is the system prompt, tools and middleware of a cell's main
+// agent as assembled (harness.Agent.Describe).
+type AgentGiven struct {
+	SystemPrompt string      `json:"system_prompt"`
+	Tools        []AgentTool `json:"tools"`
+	Middleware   []string    `json:"middleware,omitempty"`
+}
+
+// AgentTool is a tool the model was offered.
+type AgentTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
 }
 
 // SubagentRun is one subagent invocation seen inside a cell.

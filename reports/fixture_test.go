@@ -100,6 +100,23 @@ func outcomeOf(c fixCase, model, profile string, epoch int) fixOutcome {
 	return pass
 }
 
+// givenOf is what a profile's agent was given: the terse profile adds a
+// suffix to the system prompt.
+func givenOf(profile string) *evals.AgentGiven {
+	prompt := "You are a helpful assistant with a file system.\n\nUse the tools to read and write files; answer the user's question directly."
+	if profile == "terse" {
+		prompt += "\n\nBe terse: answer in one short sentence, without lists."
+	}
+	return &evals.AgentGiven{SystemPrompt: prompt, Middleware: []string{"TodoListMiddleware", "FilesystemMiddleware", "SubAgentMiddleware", "PatchToolCallsMiddleware"}, Tools: []evals.AgentTool{
+		{Name: "write_todos", Description: "Write the todo list."},
+		{Name: "ls", Description: "List files."},
+		{Name: "read_file", Description: "Read a file."},
+		{Name: "write_file", Description: "Write a file."},
+		{Name: "edit_file", Description: "Replace text in a file."},
+		{Name: "task", Description: "Start a subagent."},
+	}}
+}
+
 func cellID(k evals.CellKey) string {
 	m := strings.NewReplacer(":", "-", "/", "-", ".", "-").Replace(k.Model)
 	return fmt.Sprintf("%s--%s--%s--e%d", k.Case, m, k.Profile, k.Epoch)
@@ -362,7 +379,7 @@ func buildFixture() (evals.Summary, []evals.CellResult, []*evals.CellDetail) {
 					}
 					results = append(results, r)
 					d := &evals.CellDetail{SchemaVersion: evals.SchemaVersion, Result: r, Input: c.input, Messages: msgs, Subagents: subs, Evaluations: evalsDone, Files: files,
-						Cassette: "cassettes/quickstart/" + r.ID + ".yaml"}
+						Cassette: "cassettes/quickstart/" + r.ID + ".yaml", Agent: givenOf(profile)}
 					details = append(details, d)
 				}
 			}
