@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -142,31 +143,111 @@ func eval[T any](t *testing.T, p *page, js string) T {
 	return v
 }
 
+// waitFor waits until a JavaScript expression is truthy: the page handles
+// some events (a details element's toggle) after the click returns.
+func waitFor(t *testing.T, p *page, js string) {
+	t.Helper()
+	_, err := chromedp.Run(p.ctx, chromedp.Poll[bool]("!!("+js+")"))
+	require.NoError(t, err, js)
+}
+
 func click(t *testing.T, p *page, css string) {
 	t.Helper()
 	require.NoError(t, chromedp.Do(p.ctx, chromedp.Click(chromedp.CSS(css))), css)
+}
+
+// view sets the page's width and colour scheme, as a phone or a desktop in
+// dark or light mode shows it.
+func view(t *testing.T, p *page, width int64, dark bool) {
+	t.Helper()
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	height := int64(1600)
+	if width < 600 {
+		height = 1400
+	}
+	require.NoError(t, chromedp.Do(p.ctx, chromedp.EmulateViewport(width, height)))
+	_, err := chromedp.Call(p.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}})
+	require.NoError(t, err)
+	require.Equal(t, dark, eval[bool](t, p, `matchMedia("(prefers-color-scheme: dark)").matches`))
+}
+
+// noOverflow checks that nothing makes the page scroll sideways: wide
+// tables scroll inside their own box.
+func noOverflow(t *testing.T, p *page) {
+	t.Helper()
+	sw, iw := eval[int](t, p, `document.documentElement.scrollWidth`), eval[int](t, p, `innerWidth`)
+	if !assert.LessOrEqual(t, sw, iw, "the page overflows sideways") {
+		wide := eval[[]string](t, p, `[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > innerWidth + 1 && !e.closest(".scroll")).slice(0, 8).map(e => e.tagName + "." + e.className + " " + Math.round(e.getBoundingClientRect().right))`)
+		t.Logf("elements past the right edge: %v", wide)
+	}
+}
+
+// screenshots writes the page at 1400 and 400 pixels, light and dark, for
+// review: its first screen (<name>-<width>-<scheme>.png), a screen from
+// each of the elements named by at (…-<i>.png), and all of it
+// (…-full.png). go test -artifacts keeps them (make test-browser does),
+// under the test's output directory.
+func screenshots(t *testing.T, p *page, name string, at ...string) {
+	t.Helper()
+	for _, w := range []int64{1400, 400} {
+		for _, dark := range []bool{false, true} {
+			view(t, p, w, dark)
+			noOverflow(t, p)
+			scheme := map[bool]string{false: "light", true: "dark"}[dark]
+			eval[bool](t, p, `(scrollTo(0, 0), true)`)
+			top, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+			require.NoError(t, err)
+			full, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+			require.NoError(t, err)
+			base := filepath.Join(t.ArtifactDir(), fmt.Sprintf("%s-%d-%s", name, w, scheme))
+			require.NoError(t, os.WriteFile(base+".png", top, 0o644))
+			for i, css := range at {
+				eval[bool](t, p, fmt.Sprintf(`(document.querySelector(%q).scrollIntoView(), true)`, css))
+				png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(fmt.Sprintf("%s-%d.png", base, i+1), png, 0o644))
+			}
+			require.NoError(t, os.WriteFile(base+"-full.png", full, 0o644))
+		}
+	}
+	view(t, p, 1280, false)
+}
+
+func visibleCells(t *testing.T, p *page) int {
+	return eval[int](t, p, `[...document.querySelectorAll("details.cell")].filter(d => d.checkVisibility()).length`)
+}
+
+func selectValue(t *testing.T, p *page, css, value string) {
+	t.Helper()
+	eval[bool](t, p, fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.value = %q; s.dispatchEvent(new Event("change")); return true })()`, css, value))
 }
 
 func TestBrowserHTMLReport(t *testing.T) {
 	r := loadFixture(t)
 	html := render(t, r, reports.FormatHTML)
 	p := openHTML(t, html)
+	tot := r.Summary.Totals
 
 	t.Run("renders with no console errors and no network requests", func(t *testing.T) {
 		requests, problems := p.snapshot()
 		assert.Empty(t, requests, "the report must load nothing")
 		assert.Empty(t, problems, "the report must log no errors")
 		assert.Equal(t, "dageval · quickstart", eval[string](t, p, `document.title`))
-		assert.Equal(t, 4, eval[int](t, p, `document.querySelectorAll("#matrix td .rate").length`))
+		assert.Equal(t, 4, eval[int](t, p, `document.querySelectorAll("#matrix .tile .rate").length`))
+		assert.Equal(t, 2, eval[int](t, p, `document.querySelectorAll("svg.chart").length`), "both charts are inline SVG")
+		assert.Equal(t, 5, eval[int](t, p, `document.querySelectorAll("#chart-pass .bar").length`), "a bar per group and the total")
 	})
 
 	t.Run("summary counts match summary.json", func(t *testing.T) {
 		totals := eval[map[string]string](t, p, `Object.fromEntries([...document.querySelectorAll("#totals td[data-field]")].map(td => [td.dataset.field, td.textContent.trim()]))`)
-		tot := r.Summary.Totals
 		assert.Equal(t, map[string]string{
 			"expected": fmt.Sprint(r.Summary.ExpectedCells), "passed": fmt.Sprint(tot.Passed), "failed": fmt.Sprint(tot.Failed),
 			"errors": fmt.Sprint(tot.Errors), "missing": fmt.Sprint(tot.Missing),
 			"pass_rate": fmt.Sprintf("%.1f%%", 100*tot.PassRate), "mean_score": fmt.Sprintf("%.3f", tot.MeanScore),
+			"latency": "2.35s",
 		}, totals)
 
 		groups := eval[[]map[string]string](t, p, `[...document.querySelectorAll("#groups tr[data-model]")].map(tr => Object.assign({model: tr.dataset.model, profile: tr.dataset.profile},
@@ -181,23 +262,33 @@ func TestBrowserHTMLReport(t *testing.T) {
 			assert.Equal(t, fmt.Sprint(g.Missing), groups[i]["missing"])
 		}
 
-		// The cells listed agree with the summary too.
+		// The cells listed and the matrix's pips agree with the summary too.
 		byStatus := eval[map[string]int](t, p, `[...document.querySelectorAll("details.cell")].reduce((m, d) => (m[d.dataset.status] = (m[d.dataset.status] || 0) + 1, m), {})`)
 		assert.Equal(t, map[string]int{"pass": tot.Passed, "fail": tot.Failed, "error": tot.Errors}, byStatus)
+		pips := eval[map[string]int](t, p, `[...document.querySelectorAll("#case-matrix .pip")].reduce((m, d) => (m[d.dataset.status] = (m[d.dataset.status] || 0) + 1, m), {})`)
+		assert.Equal(t, map[string]int{"pass": tot.Passed, "fail": tot.Failed, "error": tot.Errors, "missing": tot.Missing}, pips)
 		assert.Equal(t, tot.Missing, eval[int](t, p, `document.querySelectorAll("#missing li").length`))
 	})
 
-	t.Run("a failing cell expands to show its gaps", func(t *testing.T) {
+	t.Run("clicking a failing cell in the matrix opens its detail", func(t *testing.T) {
 		const id = "cell-budget-report--anthropic-claude-sonnet-4-6--terse--e1"
 		gapVisible := `document.getElementById("` + id + `").querySelector(".gap").checkVisibility()`
 		assert.False(t, eval[bool](t, p, gapVisible), "cells start folded")
-		click(t, p, "#"+id+" > summary")
-		assert.True(t, eval[bool](t, p, gapVisible), "clicking the summary shows the gap")
+		click(t, p, `#case-matrix a.pip[href="#`+id+`"]`)
+		assert.True(t, eval[bool](t, p, `document.getElementById("`+id+`").open`))
+		assert.True(t, eval[bool](t, p, gapVisible), "the gap shows")
 		assert.Equal(t, "The answer lists the expense lines but never states the total the user asked for.",
 			eval[string](t, p, `document.getElementById("`+id+`").querySelector(".gap").textContent`))
 		assert.Equal(t, `final answer does not contain "$1,234.50"`,
 			eval[string](t, p, `document.getElementById("`+id+`").querySelector(".failed-check").textContent`))
-		// A picture of the open cell, kept with go test -artifacts.
+		assert.Greater(t, eval[float64](t, p, `innerHeight - document.getElementById("`+id+`").getBoundingClientRect().top`), 0.0, "scrolled into view")
+
+		// What the model was given opens inside the cell.
+		click(t, p, "#"+id+" details.given > summary")
+		waitFor(t, p, `document.querySelector("#`+id+` details.given .prompt")`)
+		assert.Contains(t, eval[string](t, p, `document.querySelector("#`+id+` details.given .prompt").textContent`), "Be terse")
+		assert.Contains(t, eval[string](t, p, `document.querySelector("#`+id+` details.given .tools").textContent`), "edit_file")
+
 		png, err := chromedp.Run(p.ctx, chromedp.Screenshot(chromedp.CSS("#"+id)))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(t.ArtifactDir(), "failing-cell.png"), png, 0o644))
@@ -212,12 +303,53 @@ func TestBrowserHTMLReport(t *testing.T) {
 		assert.True(t, eval[bool](t, p, subVisible))
 	})
 
-	t.Run("filter shows only failing and errored cells", func(t *testing.T) {
+	t.Run("filters narrow the matrix and the cells", func(t *testing.T) {
 		click(t, p, `[data-filter="failing"]`)
-		shown := eval[int](t, p, `[...document.querySelectorAll("details.cell")].filter(d => d.checkVisibility()).length`)
-		assert.Equal(t, r.Summary.Totals.Failed+r.Summary.Totals.Errors, shown)
+		assert.Equal(t, tot.Failed+tot.Errors, visibleCells(t, p))
+		rows := eval[[]string](t, p, `[...document.querySelectorAll("#case-matrix tbody tr")].filter(r => r.checkVisibility()).map(r => r.dataset.case)`)
+		assert.ElementsMatch(t, []string{"budget-report", "paris-weather", "refactor-config", "research-moons", "todo-plan"}, rows)
+
+		selectValue(t, p, "#f-model", "openai:gpt-5")
+		assert.Equal(t, 1+2+3, visibleCells(t, p), "gpt-5's errored and failed cells")
+		assert.Equal(t, 2, eval[int](t, p, `[...document.querySelectorAll("#case-matrix thead th[data-model]")].filter(th => th.checkVisibility()).length`), "only gpt-5's columns")
+
+		selectValue(t, p, "#f-tag", "files")
+		assert.Equal(t, 3, visibleCells(t, p), "refactor-config's three epochs")
+
+		selectValue(t, p, "#f-tag", "")
+		eval[bool](t, p, `(() => { const q = document.querySelector("#f-q"); q.value = "sunny"; q.dispatchEvent(new Event("input")); return true })()`)
+		assert.Equal(t, 2, visibleCells(t, p), "the search reads failed checks")
+
+		eval[bool](t, p, `(() => { const q = document.querySelector("#f-q"); q.value = ""; q.dispatchEvent(new Event("input")); return true })()`)
+		selectValue(t, p, "#f-model", "")
+		click(t, p, `[data-filter="all"]`)
+		assert.Equal(t, tot.Passed+tot.Failed+tot.Errors, visibleCells(t, p))
+
+		// A group's tile filters the matrix to it, and again clears it.
+		click(t, p, `.tile[data-model="openai:gpt-5"][data-profile="terse"]`)
+		assert.Equal(t, 15-1, visibleCells(t, p), "gpt-5 × terse ran 14 of its 15 cells")
+		click(t, p, `.tile[data-model="openai:gpt-5"][data-profile="terse"]`)
+		assert.Equal(t, tot.Passed+tot.Failed+tot.Errors, visibleCells(t, p))
+
+		selectValue(t, p, "#f-sort", "score")
+		first := eval[string](t, p, `[...document.querySelectorAll("details.cell")].find(d => d.checkVisibility()).dataset.score`)
+		assert.Equal(t, "0.000", first, "lowest score first")
+		selectValue(t, p, "#f-sort", "")
+
 		_, problems := p.snapshot()
 		assert.Empty(t, problems, "interaction logged errors")
+	})
+
+	t.Run("fits 400 px, light and dark", func(t *testing.T) {
+		click(t, p, `[data-filter="failing"]`)
+		click(t, p, `[data-expand="open"]`)
+		click(t, p, "#cell-budget-report--anthropic-claude-sonnet-4-6--terse--e1 details.given > summary")
+		screenshots(t, p, "run", "#cases", "#cell-budget-report--anthropic-claude-sonnet-4-6--terse--e1", "#cell-research-moons--openai-gpt-5--baseline--e3")
+		click(t, p, `[data-expand="close"]`)
+		click(t, p, `[data-filter="all"]`)
+		requests, problems := p.snapshot()
+		assert.Empty(t, requests)
+		assert.Empty(t, problems)
 	})
 }
 

@@ -50,7 +50,10 @@ func TestGoldenQuickstartReports(t *testing.T) {
 			snaps.WithConfig(snaps.Ext(tc.ext)).MatchStandaloneSnapshot(t, out)
 		})
 	}
-	var html bytes.Buffer
+	var html, html2 bytes.Buffer
 	require.NoError(t, reports.WriteHTML(&html, r))
+	require.NoError(t, reports.WriteHTML(&html2, again))
 	assert.Contains(t, html.String(), "refund-policy")
+	assert.Equal(t, html.String(), html2.String(), "two replays render the same HTML")
+	assert.Contains(t, html.String(), `class="given"`, "the cells show what their model was given")
 }
