@@ -353,6 +353,51 @@ func TestBrowserHTMLReport(t *testing.T) {
 	})
 }
 
+func TestBrowserComparison(t *testing.T) {
+	base, head := profileChange(t)
+	c, err := reports.Compare(base, head, reports.CompareOptions{Seed: 1, AgentDiff: "--- base\n+++ head\n@@ tools @@\n   convert_currency\n-  get_weather\n"})
+	require.NoError(t, err)
+	p := openHTML(t, renderComparison(t, c, reports.FormatHTML))
+
+	t.Run("renders with no console errors and no network requests", func(t *testing.T) {
+		requests, problems := p.snapshot()
+		assert.Empty(t, requests)
+		assert.Empty(t, problems)
+		assert.Equal(t, "regression", eval[string](t, p, `document.getElementById("verdict").dataset.outcome`))
+		assert.Equal(t, "-18.8 pp", eval[string](t, p, `document.getElementById("d-pass").textContent`))
+		assert.Equal(t, "down", eval[string](t, p, `document.getElementById("d-pass").className`))
+	})
+
+	t.Run("a new failure opens with its reason and both transcripts", func(t *testing.T) {
+		sel := `#cmp-cases tr[data-case="paris-weather"] td.regress a.flipcell`
+		require.Equal(t, 2, eval[int](t, p, `document.querySelectorAll(`+fmt.Sprintf("%q", sel)+`).length`), "red on both models' terse")
+		click(t, p, sel)
+		id := eval[string](t, p, `location.hash.slice(1)`)
+		require.True(t, strings.HasPrefix(id, "chg-regress-paris-weather--"), id)
+		assert.True(t, eval[bool](t, p, `document.getElementById("`+id+`").checkVisibility()`))
+		assert.Contains(t, eval[string](t, p, `document.querySelector("#`+id+` .why").textContent`), "uses-live-data")
+		assert.Contains(t, eval[string](t, p, `document.querySelector("#`+id+` .diff pre").textContent`), "get_weather", "the diff shows the call that went away")
+		assert.Equal(t, 3, eval[int](t, p, `document.querySelector("#`+id+` .epoch").querySelectorAll("details.tview").length`), "base, head and their diff")
+	})
+
+	t.Run("changed only hides the cases that did not change", func(t *testing.T) {
+		all := eval[int](t, p, `[...document.querySelectorAll("#cmp-cases tbody tr")].filter(r => r.checkVisibility()).length`)
+		click(t, p, "#changed-only")
+		changed := eval[int](t, p, `[...document.querySelectorAll("#cmp-cases tbody tr")].filter(r => r.checkVisibility()).length`)
+		assert.Equal(t, 7, all)
+		assert.Equal(t, 3, changed, "paris-weather, two-cities and packing-list")
+		_, problems := p.snapshot()
+		assert.Empty(t, problems)
+	})
+
+	t.Run("fits 400 px, light and dark", func(t *testing.T) {
+		screenshots(t, p, "compare", "#matrix", "#changes")
+		requests, problems := p.snapshot()
+		assert.Empty(t, requests)
+		assert.Empty(t, problems)
+	})
+}
+
 // The checks above can fail: a report that reaches for the network is caught.
 func TestBrowserCatchesNetworkUse(t *testing.T) {
 	html := render(t, loadFixture(t), reports.FormatHTML)

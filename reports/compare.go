@@ -202,6 +202,11 @@ type Comparison struct {
 	Underpowered []Underpowered `json:"underpowered"`
 	Verdict      Verdict        `json:"verdict"`
 	AgentDiff    string         `json:"agent_diff"`
+
+	// base and head are the runs compared (head under base's model
+	// names), for the HTML view's transcripts; pairs are their cells.
+	base, head *Run
+	pairs      []pair
 }
 
 // RunBrief describes one side of a comparison.
@@ -257,6 +262,10 @@ type Effect struct {
 	SignTestP  float64 `json:"sign_test_p"`
 	CostDelta  float64 `json:"cost_delta"`
 	TokenDelta int     `json:"token_delta"`
+	// LatencyDeltaMS is the mean change in model time over the
+	// LatencyPairs pairs timed on both sides; both absent when none was.
+	LatencyDeltaMS *int64 `json:"latency_delta_ms,omitempty"`
+	LatencyPairs   int    `json:"latency_pairs,omitempty"`
 }
 
 // Test is one hypothesis of the gate's family.
@@ -314,6 +323,10 @@ type CaseChange struct {
 	// (pass^k < pass@k).
 	BaseFlaky bool `json:"base_flaky"`
 	HeadFlaky bool `json:"head_flaky"`
+	// Reason is why the case did not pass where it newly fails (head) or
+	// used to fail (base, for a new pass): the first failing epoch's
+	// rubric gap, failed check or error.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ErroredCell is a cell whose status is error on one side.
@@ -480,6 +493,7 @@ func Compare(base, head *Run, opts CompareOptions) (*Comparison, error) {
 	}
 
 	c.caseChanges(judged, pr)
+	c.base, c.head, c.pairs = base, head, pairs
 	c.mde(judged, opts, len(c.Tests))
 	c.powerChecks(judged, opts)
 	c.decide(opts)
@@ -732,7 +746,12 @@ func effectOf(ps []pair, opts CompareOptions, stream uint64) Effect {
 	var clusters []cluster
 	idx := map[pairKey]int{}
 	var bp, hp, bs, hs float64
+	var latSum int64
 	for _, p := range ps {
+		if p.base.Latency.Known() && p.head.Latency.Known() {
+			latSum += p.head.Latency.ModelMS - p.base.Latency.ModelMS
+			e.LatencyPairs++
+		}
 		b, h := passed(p.base), passed(p.head)
 		switch {
 		case b == 1 && h == 1:
@@ -773,6 +792,10 @@ func effectOf(ps []pair, opts CompareOptions, stream uint64) Effect {
 	e.SignTestP = signTestP(e.ScoreDown, e.ScoreUp)
 	e.PassCI, e.ScoreCI = clusterBootstrap(clusters, opts.Alpha, opts.Resamples, opts.Seed, stream)
 	e.CostDelta = math.Round(e.CostDelta*1e6) / 1e6
+	if e.LatencyPairs > 0 {
+		d := int64(math.Round(float64(latSum) / float64(e.LatencyPairs)))
+		e.LatencyDeltaMS = &d
+	}
 	return e
 }
 
@@ -787,6 +810,7 @@ func testOf(scope, metric string, delta float64, ci [2]float64, down, up int) Te
 func (c *Comparison) caseChanges(ps []pair, pr *pairing) {
 	var order []pairKey
 	agg := map[pairKey]*CaseChange{}
+	reasons, baseReasons := map[pairKey]string{}, map[pairKey]string{}
 	for _, p := range ps {
 		k := pairKey{p.key.Model, p.key.Profile, p.key.Case}
 		cc, ok := agg[k]
@@ -798,6 +822,12 @@ func (c *Comparison) caseChanges(ps []pair, pr *pairing) {
 		cc.Epochs++
 		cc.BasePassed += int(passed(p.base))
 		cc.HeadPassed += int(passed(p.head))
+		if _, ok := reasons[k]; !ok && p.head.Status != evals.StatusPass {
+			reasons[k] = reasonOf(p.head)
+		}
+		if _, ok := baseReasons[k]; !ok && p.base.Status != evals.StatusPass {
+			baseReasons[k] = reasonOf(p.base)
+		}
 		cc.BaseScore += p.base.Score
 		cc.HeadScore += p.head.Score
 	}
@@ -808,6 +838,10 @@ func (c *Comparison) caseChanges(ps []pair, pr *pairing) {
 		cc.ScoreDelta = cc.HeadScore - cc.BaseScore
 		cc.BaseFlaky = cc.BasePassed > 0 && cc.BasePassed < cc.Epochs
 		cc.HeadFlaky = cc.HeadPassed > 0 && cc.HeadPassed < cc.Epochs
+		cc.Reason = reasons[k]
+		if cc.HeadPassed == cc.Epochs {
+			cc.Reason = baseReasons[k]
+		}
 		switch {
 		case cc.BaseFlaky || cc.HeadFlaky:
 			c.Flaky = append(c.Flaky, *cc)
@@ -821,6 +855,34 @@ func (c *Comparison) caseChanges(ps []pair, pr *pairing) {
 		}
 	}
 	slices.SortStableFunc(c.ScoreChanges, func(a, b CaseChange) int { return cmp.Compare(a.ScoreDelta, b.ScoreDelta) })
+}
+
+// reasonCap keeps a case's reason to a line a comparison can list.
+const reasonCap = 240
+
+// reasonOf says in one line why a cell did not pass: its first rubric gap,
+// failed check or error.
+func reasonOf(r evals.CellResult) string {
+	f := failingOf(cellOf(r))
+	var s string
+	switch {
+	case f.Error != "":
+		s = firstLine(f.Error)
+		if f.Cause != "" {
+			s = f.Cause + ": " + s
+		}
+	case len(f.Gaps) > 0:
+		s = "rubric " + f.RubricResult + ", " + f.Gaps[0].Criterion + ": " + f.Gaps[0].Gap
+	case len(f.FailedChecks) > 0:
+		s = "check " + f.FailedChecks[0].Name + ": " + f.FailedChecks[0].Detail
+	default:
+		s = "score " + score(f.Score)
+	}
+	s = oneLine(s)
+	if r := []rune(s); len(r) > reasonCap {
+		s = string(r[:reasonCap-1]) + "…"
+	}
+	return s
 }
 
 // mde computes the minimum detectable pass-rate change for the overall

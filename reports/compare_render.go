@@ -116,6 +116,7 @@ func (c *Comparison) WriteTextWith(w io.Writer, o TextOptions) error {
 		return err
 	}
 	droppedNote(ew, o, dropped)
+	fmt.Fprint(ew, wrap(c.costLine()+".", o.Width, "", "  "))
 	fmt.Fprintf(ew, "\nGate tests (policy %s; Holm-adjusted over %d, α = %s, tolerance %s; intervals: %d-resample cluster bootstrap, seed %d)\n",
 		c.Options.Policy, len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
 	t = &textTable{plain: o.compact(), cols: []textColumn{{header: "scope", cut: true}, {header: "metric"}, {header: "Δ", right: true}, {header: "CI", right: true, prio: 2},
@@ -154,12 +155,25 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 	change := func(cc CaseChange) string {
 		return fmt.Sprintf("%s %s → %s passed, score %s → %s", name(cc), passFrac(cc.BasePassed, cc.Epochs), passFrac(cc.HeadPassed, cc.Epochs), score(cc.BaseScore), score(cc.HeadScore))
 	}
+	because := func(cc CaseChange) string {
+		switch {
+		case cc.Reason == "":
+			return ""
+		case markdown:
+			return " — " + md(cc.Reason)
+		}
+		return " — " + cc.Reason
+	}
 	section := func(title string, note string, items []string) {
 		if len(items) == 0 {
 			return
 		}
 		if markdown {
-			fmt.Fprintf(w, "\n<details><summary>%s (%d)</summary>\n\n", title, len(items))
+			open := ""
+			if title == "New failures" {
+				open = " open" // what a reviewer came for
+			}
+			fmt.Fprintf(w, "\n<details%s><summary>%s (%d)</summary>\n\n", open, title, len(items))
 			if note != "" {
 				fmt.Fprintf(w, "%s\n\n", note)
 			}
@@ -187,12 +201,12 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 	}
 	var items []string
 	for _, cc := range c.NewFailures {
-		items = append(items, change(cc))
+		items = append(items, change(cc)+because(cc))
 	}
 	section("New failures", "passed every epoch in base, failed every epoch in head", items)
 	items = nil
 	for _, cc := range c.NewPasses {
-		items = append(items, change(cc))
+		items = append(items, change(cc)+because(cc))
 	}
 	section("New passes", "failed every epoch in base, passed every epoch in head", items)
 	items = nil
@@ -204,7 +218,7 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 		case cc.HeadFlaky && !cc.BaseFlaky:
 			side = "head"
 		}
-		items = append(items, change(cc)+" (flaky in "+side+")")
+		items = append(items, change(cc)+" (flaky in "+side+")"+because(cc))
 	}
 	section("Flaky cases", "pass^k < pass@k: some epochs passed and some failed, so their flips are listed apart", items)
 	items = nil
@@ -234,6 +248,61 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 		}
 	}
 	section("Errored cells", "errors are not regressions; they make the comparison impossible to judge", items)
+}
+
+// flipMark marks a pass-rate change for a reader skimming a comment: red
+// for a drop, green for a gain.
+func flipMark(d float64) string {
+	switch {
+	case d < -1e-12:
+		return "🔴 "
+	case d > 1e-12:
+		return "🟢 "
+	}
+	return ""
+}
+
+// usdDelta formats a signed cost difference.
+func usdDelta(x float64) string {
+	s := strconv.FormatFloat(x, 'f', 4, 64)
+	if s == "-0.0000" {
+		s = "0.0000"
+	}
+	if strings.HasPrefix(s, "-") {
+		return "-$" + s[1:]
+	}
+	return "+$" + s
+}
+
+// signedInt formats a signed count with thousands separators.
+func signedInt(n int) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	return "+" + thousands(n)
+}
+
+// costLine sums up what the change did to cost, tokens and model time.
+func (c *Comparison) costLine() string {
+	s := fmt.Sprintf("Cost $%s → $%s (%s), tokens %s → %s (%s)", strconv.FormatFloat(c.Base.CostUSD, 'f', 4, 64), strconv.FormatFloat(c.Head.CostUSD, 'f', 4, 64),
+		usdDelta(c.Head.CostUSD-c.Base.CostUSD), thousands(c.Base.Tokens), thousands(c.Head.Tokens), signedInt(c.Head.Tokens-c.Base.Tokens))
+	if d := c.Overall.LatencyDeltaMS; d != nil {
+		sign := "+"
+		if *d < 0 {
+			sign = "-"
+		}
+		s += fmt.Sprintf(", model time %s%s per cell over %s timed on both sides", sign, millis(abs64(*d)), plural(c.Overall.LatencyPairs, "pair", "pairs"))
+	} else {
+		s += ", model time unknown (no pair timed on both sides)"
+	}
+	return s
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // icon marks the verdict in markdown. A comparison that passed although it
@@ -269,17 +338,19 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(ew, "\n%s.\n", md(l))
 	}
 	fmt.Fprintf(ew, "\n%s. Gate: exit %d.\n\n", md(c.sides()), c.Verdict.ExitCode)
+	// Six columns fit a pull-request comment; the p-values and score
+	// intervals are in the gate tests below.
 	var rows [][]string
 	row := func(e Effect, m, p string) []string {
-		return []string{m, p, strconv.Itoa(e.Pairs), pct(e.BasePassRate) + " → " + pct(e.HeadPassRate), ppDelta(e.PassDelta), ciPP(e.PassCI),
-			fmt.Sprintf("%d / %d", e.Regressions, e.Improvements), pvalue(e.McNemarP), signed(e.ScoreDelta), ciScore(e.ScoreCI)}
+		return []string{m, p, pct(e.BasePassRate) + " → " + pct(e.HeadPassRate), flipMark(e.PassDelta) + ppDelta(e.PassDelta) + " (" + ciPP(e.PassCI) + ")",
+			fmt.Sprintf("%d / %d", e.Regressions, e.Improvements), signed(e.ScoreDelta)}
 	}
 	for _, e := range c.Groups {
 		rows = append(rows, row(e, mdCode(modelName(e.Model, e.HeadModel)), md(e.Profile)))
 	}
 	rows = append(rows, row(c.Overall, "**overall**", ""))
-	mdTable(ew, "llrrrrrrrr", []string{"Model", "Profile", "Pairs", "Pass rate", "Δ", "CI", "pass→fail / fail→pass", "McNemar p", "Δ score", "Score CI"}, rows...)
-	fmt.Fprintf(ew, "\nMinimum detectable effect: %s.\n", md(c.mdeSentence()))
+	mdTable(ew, "llrrrr", []string{"Model", "Profile", "Pass rate", "Δ (CI)", "pass→fail / fail→pass", "Δ score"}, rows...)
+	fmt.Fprintf(ew, "\n%s. Minimum detectable effect: %s.\n", md(c.costLine()), md(c.mdeSentence()))
 
 	fmt.Fprintf(ew, "\n<details><summary>Gate tests</summary>\n\nPolicy %s; Holm-adjusted over %d tests, α = %s, tolerance %s; intervals from a %d-resample cluster bootstrap (seed %d).\n\n",
 		mdCode(string(c.Options.Policy)), len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
@@ -311,7 +382,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	return ew.err
 }
 
-// RenderComparison writes a comparison in one of table, md or json.
+// RenderComparison writes a comparison in one of table, md, json or html.
 func RenderComparison(w io.Writer, c *Comparison, f Format) error {
 	switch f {
 	case FormatTable:
@@ -325,6 +396,8 @@ func RenderComparison(w io.Writer, c *Comparison, f Format) error {
 		}
 		_, err = w.Write(b)
 		return err
+	case FormatHTML:
+		return c.WriteHTML(w)
 	}
-	return fmt.Errorf("compare renders table, md or json, not %q", f)
+	return fmt.Errorf("compare renders table, md, json or html, not %q", f)
 }
