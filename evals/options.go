@@ -33,10 +33,15 @@ type Options struct {
 	Recorder []recorder.Option
 	// Getenv reads API keys, CI and DAGEVAL_RECORD (os.Getenv when nil).
 	Getenv func(string) string
-	// Progress receives a progress bar (ProgressBar) or one line per
-	// finished cell; nil shows nothing.
+	// Progress receives one line per finished cell, or with ProgressBar
+	// (for a terminal) a status line redrawn in place: elapsed time, the
+	// pass, fail and error counts and the cells in flight, with a line
+	// kept for each cell that did not pass. nil shows nothing.
 	Progress    io.Writer
 	ProgressBar bool
+	// ProgressWidth is the terminal's width, which the status line keeps
+	// within; 0 when unknown.
+	ProgressWidth int
 	// Tools and Agents add Go tools and agent factories for this run; they
 	// win over the ones registered with RegisterTool and RegisterAgent.
 	Tools  map[string]tool.Tool

@@ -4,37 +4,72 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/schollz/progressbar/v3"
+	"sync"
+	"time"
+	"unicode/utf8"
 )
 
-// progress reports finished cells: a bar on a terminal, one plain line per
-// cell elsewhere (CI logs, files).
+// progress reports a run as it goes: on a terminal (Options.ProgressBar)
+// one status line redrawn in place, with the elapsed time ticking between
+// cells, the pass, fail and error counts, and the cells in flight, and a
+// line kept above it for each cell that did not pass; elsewhere (CI logs,
+// files) one plain line per finished cell.
 type progress struct {
 	w     io.Writer
-	bar   *progressbar.ProgressBar
+	live  bool
+	suite string
+	width int // of the terminal; 0 when unknown
 	total int
-	done  int
-	width int
+	pad   int
+
+	mu       sync.Mutex
+	done     int
+	counts   map[Status]int
+	inFlight []CellKey
+	start    time.Time
+	stop     chan struct{}
+	stopped  sync.WaitGroup
+	drawn    bool
 }
 
+// tick is how often the status line redraws while no cell finishes.
+const tick = 250 * time.Millisecond
+
 func newProgress(o Options, suite string, total int) *progress {
-	p := &progress{w: o.Progress, total: total, width: len(fmt.Sprint(total))}
-	if o.Progress == nil {
+	p := &progress{w: o.Progress, live: o.ProgressBar, suite: suite, width: o.ProgressWidth, total: total, pad: len(fmt.Sprint(total)), counts: map[Status]int{}}
+	if p.w == nil || !p.live {
 		return p
 	}
-	if o.ProgressBar {
-		p.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(o.Progress),
-			progressbar.OptionSetDescription(suite),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionSetWidth(30),
-		)
-	}
+	p.start = time.Now()
+	p.stop = make(chan struct{})
+	p.stopped.Add(1)
+	go func() {
+		defer p.stopped.Done()
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.draw()
+				p.mu.Unlock()
+			}
+		}
+	}()
 	return p
+}
+
+// begin reports a cell starting; workers call it concurrently.
+func (p *progress) begin(k CellKey) {
+	if p.w == nil || !p.live {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inFlight = append(p.inFlight, k)
+	p.draw()
 }
 
 // cell reports one finished cell; calls are serialised by the caller.
@@ -42,12 +77,31 @@ func (p *progress) cell(r CellResult) {
 	if p.w == nil {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.done++
-	if p.bar != nil {
-		_ = p.bar.Add(1)
+	p.counts[r.Status]++
+	if !p.live {
+		fmt.Fprintln(p.w, p.finishedLine(r, 0))
 		return
 	}
-	line := fmt.Sprintf("[%*d/%d] %-5s %s %s %s e%d (%.1fs)", p.width, p.done, p.total, r.Status, r.Case, r.Model, r.Profile, r.Epoch, float64(r.DurationMS)/1000)
+	for i, k := range p.inFlight {
+		if k == r.CellKey {
+			p.inFlight = append(p.inFlight[:i], p.inFlight[i+1:]...)
+			break
+		}
+	}
+	if r.Status != StatusPass {
+		// Cells that did not pass stay on screen above the status line.
+		p.clear()
+		fmt.Fprintln(p.w, p.finishedLine(r, p.width))
+	}
+	p.draw()
+}
+
+// finishedLine is the line for a finished cell, cut to width (0: whole).
+func (p *progress) finishedLine(r CellResult, width int) string {
+	line := fmt.Sprintf("[%*d/%d] %-5s %s %s %s e%d (%.1fs)", p.pad, p.done, p.total, r.Status, r.Case, r.Model, r.Profile, r.Epoch, float64(r.DurationMS)/1000)
 	if r.Status == StatusError {
 		msg, _, _ := strings.Cut(r.Error, "\n")
 		if len(msg) > 160 {
@@ -55,11 +109,53 @@ func (p *progress) cell(r CellResult) {
 		}
 		line += ": " + msg
 	}
-	fmt.Fprintln(p.w, line)
+	return cut(line, width)
+}
+
+// draw rewrites the status line; the caller holds p.mu.
+func (p *progress) draw() {
+	el := time.Since(p.start).Truncate(time.Second)
+	s := fmt.Sprintf("%s [%*d/%d] %d:%02d  ✓ %d  ✗ %d  ! %d", p.suite, p.pad, p.done, p.total, int(el.Minutes()), int(el.Seconds())%60,
+		p.counts[StatusPass], p.counts[StatusFail], p.counts[StatusError])
+	if n := len(p.inFlight); n > 0 {
+		// The count first: the cell's name is what the width cuts.
+		k := p.inFlight[0]
+		s += "  ▸ "
+		if n > 1 {
+			s += fmt.Sprintf("%d running, ", n)
+		}
+		s += fmt.Sprintf("%s · %s · %s · e%d", k.Case, k.Model, k.Profile, k.Epoch)
+	}
+	// One column short of the width: a line that fills the terminal
+	// exactly wraps on some, and \r would then redraw the wrong line.
+	fmt.Fprint(p.w, "\r\x1b[K"+cut(s, p.width-1))
+	p.drawn = true
+}
+
+// clear erases the status line; the caller holds p.mu.
+func (p *progress) clear() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\x1b[K")
+		p.drawn = false
+	}
 }
 
 func (p *progress) finish() {
-	if p.bar != nil {
-		_ = p.bar.Finish()
+	if p.w == nil || !p.live {
+		return
 	}
+	close(p.stop)
+	p.stopped.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+}
+
+// cut shortens s to width runes with an ellipsis; width ≤ 0 keeps it whole.
+func cut(s string, width int) string {
+	if width <= 0 || utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(width-1, 0)]) + "…"
 }

@@ -103,6 +103,7 @@ func (s *Suite) Run(ctx context.Context, o Options) (*RunResult, error) {
 	for range min(ss.conc, len(ss.cells)) {
 		wg.Go(func() {
 			for i := range jobs {
+				ss.prog.begin(ss.cells[i].CellKey)
 				res, detail, skipped := ss.runCell(runCtx, ss.cells[i])
 				if skipped {
 					continue
