@@ -86,6 +86,9 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	warnModel(e, "assemble", "model", *model)
+	warnModel(e, "assemble", "base-model", *baseModel)
+	warnModel(e, "assemble", "head-model", *headModel)
 	dopts := harness.DescribeOptions{OmitBuiltinToolSchemas: *omit}
 	for _, n := range stacks {
 		if n != "main" && !strings.HasPrefix(n, "subagent:") {

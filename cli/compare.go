@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/dageval/dageval/evals"
@@ -16,7 +18,7 @@ func init() {
 	register(&command{
 		name:    "compare",
 		summary: "compare two runs of a suite and gate on a regression under an explicit policy",
-		usage:   "BASE HEAD [--policy powered|significant|strict] [--format table|md|json] [-o FILE] [--alpha A] [--tolerance T] [--min-drop D] [--seed N]\n       [--pair BASE_MODEL=HEAD_MODEL]... [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]...\n       [--model SPEC | --base-model SPEC --head-model SPEC]",
+		usage:   "BASE HEAD [--policy powered|significant|strict] [--format table,md,json,html] [-o DIR] [--alpha A] [--tolerance T] [--min-drop D] [--seed N]\n       [--pair BASE_MODEL=HEAD_MODEL]... [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]...\n       [--model SPEC | --base-model SPEC --head-model SPEC]",
 		help: `Compares two runs of the same suite (output directories of dageval run,
 their summary.json files, or JSON reports from dageval report --format json).
 Cells are paired by case, model, profile and epoch, where a model is
@@ -57,6 +59,14 @@ Exit status:
      missing on either side; errors are not regressions).
 The reason is printed on standard error either way.
 
+--format takes one or more of table (fitted to a terminal's width, coloured
+unless NO_COLOR is set), md (a pull-request comment: the verdict, six
+columns, new failures open with their reasons), json (reports/schema/
+compare.v1.json) and html (one self-contained page: base and head side by
+side, flips in red and green, a "changed only" filter, each new failure with
+both transcripts and their diff). One format goes to standard output; with
+-o DIR every format is written into DIR as compare.<ext>, and several need it.
+
 --base-agent/--head-agent and --base-profile/--head-profile (as for
 dageval assemble --diff) add the diff of the two assembled agents to the
 markdown, so a reviewer sees the change next to its effect. The agents are
@@ -84,8 +94,8 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(c, e)
 	policy := fs.String("policy", string(reports.DefaultPolicy), "gate policy: powered, significant or strict")
 	minDrop := fs.Float64("min-drop", reports.DefaultMinDrop, "powered and strict: the pass-rate drop, 0–1, below which an undecided drop passes")
-	format := fs.String("format", "table", "output format: table, md or json")
-	out := fs.String("o", "", "write the output to this file instead of standard output")
+	format := fs.String("format", "table", "output formats: table, md, json, html (comma-separated)")
+	out := fs.String("o", "", "write the formats into this directory as compare.<ext> instead of standard output")
 	alpha := fs.Float64("alpha", reports.DefaultAlpha, "family-wise significance level of the gate")
 	tolerance := fs.Float64("tolerance", 0, "accepted drop in pass rate or mean score, 0–1 (0.05 = 5 points)")
 	seed := fs.Uint64("seed", 0, "seed of the bootstrap")
@@ -108,8 +118,16 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 		return usageError("want BASE and HEAD, got %d arguments", len(pos))
 	}
 	f, err := reports.ParseFormats(*format)
-	if err != nil || len(f) != 1 || (f[0] != reports.FormatTable && f[0] != reports.FormatMD && f[0] != reports.FormatJSON) {
-		return usageError("--format must be table, md or json, got %q", *format)
+	for _, x := range f {
+		if x == reports.FormatJUnit {
+			err = errors.New("junit")
+		}
+	}
+	if err != nil {
+		return usageError("--format takes table, md, json and html, got %q", *format)
+	}
+	if len(f) > 1 && *out == "" {
+		return usageError("%d formats need -o DIR", len(f))
 	}
 	if *alpha <= 0 || *alpha >= 1 {
 		return usageError("--alpha must be between 0 and 1, got %v", *alpha)
@@ -158,7 +176,12 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 		return usageError("--model, --base-model and --head-model only apply to the assembled-agent diff (--base-agent, --head-agent, --base-profile, --head-profile)")
 	}
 
-	lo := reports.LoadOptions{SkipDetails: true}
+	warnModel(e, "compare", "model", *model)
+	warnModel(e, "compare", "base-model", *baseModel)
+	warnModel(e, "compare", "head-model", *headModel)
+
+	// The HTML view shows the changed cells' transcripts; the rest need none.
+	lo := reports.LoadOptions{SkipDetails: !slices.Contains(f, reports.FormatHTML)}
 	base, err := reports.LoadWith(pos[0], lo)
 	if err != nil {
 		return &exitError{code: exitBad, msg: "base: " + err.Error()}
@@ -175,16 +198,36 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := reports.RenderComparison(&buf, cmp, f[0]); err != nil {
-		return err
-	}
 	if *out != "" {
-		if err := fileutil.WriteFileAtomic(*out, buf.Bytes()); err != nil {
+		paths, err := writeInDir(e, "compare", *out, func(dir string) ([]string, error) {
+			var paths []string
+			for _, x := range f {
+				var buf bytes.Buffer
+				if err := reports.RenderComparison(&buf, cmp, x); err != nil {
+					return paths, err
+				}
+				p := filepath.Join(dir, "compare"+x.Ext())
+				if err := fileutil.WriteFileAtomic(p, buf.Bytes()); err != nil {
+					return paths, err
+				}
+				paths = append(paths, p)
+			}
+			return paths, nil
+		})
+		if err != nil {
 			return &exitError{code: exitBad, msg: err.Error()}
 		}
-	} else if _, err := e.stdout.Write(buf.Bytes()); err != nil {
-		return err
+		for _, p := range paths {
+			fmt.Fprintf(e.stderr, "wrote %s\n", p)
+		}
+	} else {
+		var buf bytes.Buffer
+		if err := reports.RenderComparisonWith(&buf, cmp, f[0], terminal(e, e.stdout)); err != nil {
+			return err
+		}
+		if _, err := e.stdout.Write(buf.Bytes()); err != nil {
+			return err
+		}
 	}
 	v := cmp.Verdict
 	switch v.ExitCode {

@@ -158,7 +158,7 @@ func TestCompareModelSwap(t *testing.T) {
 	assert.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	assert.Contains(t, stderr, "unchanged: all 10 pairs")
 	assert.Contains(t, stdout, "Models paired by role: openai:gpt-5 → openai:gpt-5-mini.")
-	assert.Contains(t, stdout, "| `openai:gpt-5 → openai:gpt-5-mini` | candidate | 5 |")
+	assert.Contains(t, stdout, "| `openai:gpt-5 → openai:gpt-5-mini` | candidate | 100.0% → 100.0% |")
 	assert.Contains(t, stdout, "-model: openai:gpt-5\n+model: openai:gpt-5-mini", "the assembled-agent diff shows the model change")
 
 	// A swap that breaks cases is judged like any other change.

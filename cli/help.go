@@ -23,6 +23,9 @@ func runHelp(ctx context.Context, e *env, args []string) error {
 	}
 	c, ok := commands[args[0]]
 	if !ok {
+		if s := nearest(args[0], commandNames()); s != "" {
+			return usageError("unknown command %q; did you mean %q?", args[0], s)
+		}
 		return usageError("unknown command %q", args[0])
 	}
 	// Every command prints its help on --help; route it to stdout.

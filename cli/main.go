@@ -109,6 +109,10 @@ func runMain(ctx context.Context, e *env, args []string) int {
 	}
 	c, ok := commands[name]
 	if !ok {
+		if s := nearest(name, commandNames()); s != "" {
+			fmt.Fprintf(e.stderr, "dageval: unknown command %q; did you mean %q?\nRun 'dageval help' for the commands.\n", name, s)
+			return exitBad
+		}
 		fmt.Fprintf(e.stderr, "dageval: unknown command %q\n\n", name)
 		printUsage(e.stderr)
 		return exitBad
@@ -167,10 +171,23 @@ func (o *flagOutput) flush(help bool) {
 	o.buf.Reset()
 }
 
-// parse parses flags, turning a parse failure into exit code 2.
+// parse parses flags, turning a parse failure into exit code 2. A flag
+// the command does not have gets a short message naming the nearest one,
+// rather than the whole usage.
 func parse(fs *flag.FlagSet, args []string) error {
 	err := fs.Parse(args)
 	if o, ok := fs.Output().(*flagOutput); ok {
+		if name, unknown := strings.CutPrefix(fmt.Sprint(err), "flag provided but not defined: "); unknown {
+			o.buf.Reset()
+			name = strings.TrimLeft(name, "-")
+			var flags []string
+			fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+			msg := fmt.Sprintf("%s: unknown flag --%s", fs.Name(), name)
+			if s := nearest(name, flags); s != "" {
+				msg += fmt.Sprintf(" (did you mean --%s?)", s)
+			}
+			fmt.Fprintf(o.stderr, "%s\nRun '%s --help' for its flags.\n", msg, fs.Name())
+		}
 		o.flush(errors.Is(err, flag.ErrHelp))
 	}
 	if err != nil {

@@ -36,7 +36,11 @@ func TestCLIBasics(t *testing.T) {
 		{name: "command --help for every command", args: []string{"run", "-h"}, code: 0, stdout: []string{"Usage: dageval run", "-tolerate-errors"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, stderr: []string{`unknown command "frobnicate"`}},
 		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"dageval " + version}},
-		{name: "bad flag", args: []string{"demo", "--bogus"}, code: 2, stderr: []string{"flag provided but not defined: -bogus"}},
+		{name: "bad flag", args: []string{"demo", "--bogus"}, code: 2, stderr: []string{"unknown flag --bogus"}},
+		{name: "a flag with a typo", args: []string{"run", "--fromat", "md", "x.yaml"}, code: 2, stderr: []string{"dageval run: unknown flag --fromat (did you mean --format?)"}},
+		{name: "a command with a typo", args: []string{"rnu"}, code: 2, stderr: []string{`unknown command "rnu"; did you mean "run"?`}},
+		{name: "help for a command with a typo", args: []string{"help", "comapre"}, code: 2, stderr: []string{`did you mean "compare"?`}},
+		{name: "a model not in the catalog", args: []string{"assemble", "--model", "openai:gpt5"}, code: 0, stderr: []string{"warning: --model openai:gpt5 is not in the model catalog (did you mean openai:gpt-5?)"}},
 		{name: "stray argument", args: []string{"demo", "extra"}, code: 2, stderr: []string{`unexpected argument "extra"`}},
 	}
 	for _, tt := range tests {

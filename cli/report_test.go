@@ -42,9 +42,20 @@ func TestReportCommand(t *testing.T) {
 		assert.FileExists(t, filepath.Join(dir, name))
 		assert.Contains(t, errOut, "wrote "+filepath.Join(dir, name))
 	}
+	// -o is always a directory, with or without a trailing slash, even
+	// when its name looks like a file's.
+	code, _, errOut = runCLI(t, "report", fixtureRun, "--format", "md,html", "-o", filepath.Join(dir, "out"))
+	require.Equal(t, 0, code, errOut)
+	assert.FileExists(t, filepath.Join(dir, "out", "report.md"))
+	assert.FileExists(t, filepath.Join(dir, "out", "report.html"))
+	assert.NoFileExists(t, filepath.Join(dir, "out.md"))
 	code, _, errOut = runCLI(t, "report", fixtureRun, "--format", "html", "-o", filepath.Join(dir, "page.html"))
 	require.Equal(t, 0, code, errOut)
-	assert.FileExists(t, filepath.Join(dir, "page.html"))
+	assert.FileExists(t, filepath.Join(dir, "page.html", "report.html"))
+	assert.Contains(t, errOut, "note: -o names a directory")
+	code, _, errOut = runCLI(t, "report", fixtureRun, "--format", "md", "-o", filepath.Join(dir, "report.txt"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "a file of that name exists")
 }
 
 func TestReportCommandErrors(t *testing.T) {
@@ -141,14 +152,18 @@ func TestCompareCommand(t *testing.T) {
 	assert.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "inconclusive")
 
-	// Markdown to a file, JSON to stdout.
-	mdPath := filepath.Join(t.TempDir(), "cmp.md")
-	code, out, _ = runCLI(t, "compare", "--format", "md", "-o", mdPath, base, regressed)
+	// Markdown and HTML into a directory, JSON to stdout.
+	cmpDir := filepath.Join(t.TempDir(), "cmp")
+	code, out, errOut = runCLI(t, "compare", "--format", "md,html", "-o", cmpDir, base, regressed)
 	assert.Equal(t, 1, code)
 	assert.Empty(t, out)
-	b, err := os.ReadFile(mdPath)
+	assert.Contains(t, errOut, "wrote "+filepath.Join(cmpDir, "compare.html"))
+	b, err := os.ReadFile(filepath.Join(cmpDir, "compare.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "### ❌ dageval compare · quickstart: regression")
+	b, err = os.ReadFile(filepath.Join(cmpDir, "compare.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `data-outcome="regression"`)
 	code, out, _ = runCLI(t, "compare", base, regressed, "--format", "json", "--seed", "9", "--resamples", "500")
 	assert.Equal(t, 1, code)
 	require.NoError(t, reports.ValidateCompareJSON([]byte(out)))
@@ -160,8 +175,9 @@ func TestCompareCommand(t *testing.T) {
 	assert.Contains(t, errOut, "not beyond the tolerance")
 
 	// A JSON report serves as the baseline.
-	rep := filepath.Join(t.TempDir(), "base.json")
-	code, _, errOut = runCLI(t, "report", base, "--format", "json", "-o", rep)
+	repDir := t.TempDir()
+	rep := filepath.Join(repDir, "report.json")
+	code, _, errOut = runCLI(t, "report", base, "--format", "json", "-o", repDir)
 	require.Equal(t, 0, code, errOut)
 	code, _, _ = runCLI(t, "compare", rep, regressed)
 	assert.Equal(t, 1, code)
@@ -191,7 +207,8 @@ func TestCompareCommandExit2(t *testing.T) {
 			return d
 		}()}, "summary.json: field schema_version: unsupported schema version 2"},
 		{"one argument", []string{"compare", base}, "want BASE and HEAD"},
-		{"bad format", []string{"compare", base, base, "--format", "html"}, "--format must be table, md or json"},
+		{"bad format", []string{"compare", base, base, "--format", "junit"}, "--format takes table, md, json and html"},
+		{"formats without -o", []string{"compare", base, base, "--format", "md,html"}, "2 formats need -o DIR"},
 		{"bad alpha", []string{"compare", base, base, "--alpha", "1.5"}, "--alpha must be between 0 and 1"},
 		{"unreadable head profile", []string{"compare", base, base, "--head-profile", "p.yaml"}, "head: profile: open p.yaml"},
 	}

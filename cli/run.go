@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-
-	"golang.org/x/term"
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/fakes/recorder"
@@ -22,7 +19,7 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "run an eval suite and judge it",
-		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--format table,md,json,junit,html|none] [--tolerate-errors]",
+		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--format table,md,json,junit,html|none] [--tolerate-errors] [--quiet]",
 		help: `Runs an eval suite: every case with every model and profile, each epoch
 times (the cells of the matrix), through the assembled deep agent, with one
 cassette per cell. Each cell is judged by the case's rubric (graded by the
@@ -32,7 +29,12 @@ suite's grader model) and checks. The run writes into --out:
                    pass^k, cost and tokens per model × profile
   summary.md       the summary as markdown
   cells/<id>.json  each cell's transcript, subagent runs, gradings, files
-and prints the summary table.
+and prints the summary table. On a terminal the table fits its width (a
+compact layout under 120 columns) and is coloured unless NO_COLOR is set,
+and a status line shows the elapsed time, the pass, fail and error counts
+and the cells in flight; elsewhere each finished cell is one line. --quiet
+prints neither: only warnings and, when the run does not pass, why; the
+files are written all the same. dageval show DIR CELL prints one cell.
 
 --mode: replay (the default: answers come from the cassettes, no network,
 no API key), record (call the providers and rewrite the cassettes),
@@ -74,6 +76,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	epochs := fs.Int("epochs", 0, "run every case this many times (default: the suite's epochs)")
 	format := fs.String("format", "table", "reports: table and md are printed, json, junit and html are written to --out as report.*; none prints nothing (comma-separated)")
 	tolerate := fs.Bool("tolerate-errors", false, "let errored cells count as failures instead of making the run errored (exit 2)")
+	quiet := fs.Bool("quiet", false, "print no progress and no report: only warnings and why the run did not pass (the files are written)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -102,8 +105,12 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		}
 		opts.Mode = m
 	}
-	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && e.getenv("CI") == "" {
+	switch {
+	case *quiet:
+		opts.Progress = nil
+	case isTerminal(e.stderr) && e.getenv("CI") == "":
 		opts.ProgressBar = true
+		opts.ProgressWidth = terminal(e, e.stderr).Width
 	}
 	suite, err := e.reg.Load(pos[0])
 	if err != nil {
@@ -124,7 +131,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "dageval run: warning: %s: %s\n", r.ID, w)
 		}
 	}
-	if rerr := renderRun(e.stdout, *out, rr, formats); rerr != nil && err == nil {
+	show := io.Writer(e.stdout)
+	if *quiet {
+		show = io.Discard
+	}
+	if rerr := renderRun(show, *out, rr, formats, terminal(e, e.stdout)); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
@@ -190,7 +201,7 @@ func parseRunFormats(s string) ([]reports.Format, error) {
 // other formats (json, junit, html) into the output directory as report.*,
 // and always writes summary.md there. It renders the run from memory,
 // transcripts included, rather than reading back the files it just wrote.
-func renderRun(w io.Writer, outDir string, rr *evals.RunResult, formats []reports.Format) error {
+func renderRun(w io.Writer, outDir string, rr *evals.RunResult, formats []reports.Format, o reports.TextOptions) error {
 	run := reports.NewRun(rr.Summary, rr.Results, rr.Details)
 	if outDir != "" {
 		if _, err := reports.WriteFiles(run, []reports.Format{reports.FormatMD}, filepath.Join(outDir, evals.SummaryMarkdownFile)); err != nil {
@@ -201,7 +212,7 @@ func renderRun(w io.Writer, outDir string, rr *evals.RunResult, formats []report
 	for _, f := range formats {
 		switch f {
 		case reports.FormatTable, reports.FormatMD:
-			if err := reports.Render(w, run, f); err != nil {
+			if err := reports.RenderWith(w, run, f, o); err != nil {
 				return err
 			}
 		default:

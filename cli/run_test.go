@@ -55,7 +55,7 @@ func TestRunQuickstart(t *testing.T) {
 	}
 	md, err := os.ReadFile(filepath.Join(out, evals.SummaryMarkdownFile))
 	require.NoError(t, err)
-	assert.Contains(t, string(md), "| `anthropic:claude-sonnet-4-6` | baseline | 100.0% |")
+	assert.Contains(t, string(md), "| `anthropic:claude-sonnet-4-6` | baseline | 100.0% (67.6%–100.0%) | 8/8 |")
 
 	out2 := t.TempDir()
 	code, stdout, _ = runCLI(t, "run", "../evals/examples/quickstart/suite.yaml", "--out", out2, "--filter", "case=paris-weather profile=terse", "--epochs", "1", "--format", "md,json,junit,html")

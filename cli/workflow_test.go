@@ -138,7 +138,7 @@ const stubDageval = `#!/bin/sh
 case "$1" in
 compare)
   while [ $# -gt 0 ]; do
-    if [ "$1" = -o ]; then echo "### stub comparison" > "$2"; fi
+    if [ "$1" = -o ]; then mkdir -p "$2" && echo "### stub comparison" > "$2/compare.md"; fi
     shift
   done
   echo "$STUB_COMPARE_ERR" >&2

@@ -73,16 +73,17 @@ func (c *Comparison) WriteText(w io.Writer) error { return c.WriteTextWith(w, Te
 func (c *Comparison) WriteTextWith(w io.Writer, o TextOptions) error {
 	ew := &errWriter{w: w}
 	pal := palette(o.Color)
-	fmt.Fprintf(ew, "dageval compare: suite %s (%s)\n", c.Suite, c.sides())
-	fmt.Fprintf(ew, "%s (exit %d)\n", pal.paint(ansiBold, pal.status(string(c.Verdict.Outcome), c.Verdict.Reason)), c.Verdict.ExitCode)
+	fmt.Fprint(ew, wrap(fmt.Sprintf("dageval compare: suite %s (%s)", c.Suite, c.sides()), o.Width, "", "  "))
+	verdict := strings.TrimSuffix(wrap(fmt.Sprintf("%s (exit %d)", c.Verdict.Reason, c.Verdict.ExitCode), o.Width, "", "  "), "\n")
+	fmt.Fprintln(ew, pal.paint(ansiBold, pal.status(string(c.Verdict.Outcome), verdict)))
 	if l := c.pairsLine(); l != "" {
-		fmt.Fprintln(ew, l)
+		fmt.Fprint(ew, wrap(l, o.Width, "", "  "))
 	}
 	if len(c.Verdict.Details) > 0 {
 		fmt.Fprintln(ew, "Supported changes:")
 	}
 	for _, d := range c.Verdict.Details {
-		fmt.Fprintf(ew, "  - %s\n", d)
+		fmt.Fprint(ew, wrap(d, o.Width, "  - ", "    "))
 	}
 	fmt.Fprintln(ew)
 	t := &textTable{plain: o.compact(), cols: []textColumn{
@@ -117,8 +118,8 @@ func (c *Comparison) WriteTextWith(w io.Writer, o TextOptions) error {
 	}
 	droppedNote(ew, o, dropped)
 	fmt.Fprint(ew, wrap(c.costLine()+".", o.Width, "", "  "))
-	fmt.Fprintf(ew, "\nGate tests (policy %s; Holm-adjusted over %d, α = %s, tolerance %s; intervals: %d-resample cluster bootstrap, seed %d)\n",
-		c.Options.Policy, len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed)
+	fmt.Fprint(ew, "\n"+wrap(fmt.Sprintf("Gate tests (policy %s; Holm-adjusted over %d, α = %s, tolerance %s; intervals: %d-resample cluster bootstrap, seed %d)",
+		c.Options.Policy, len(c.Tests), pvalueAlpha(c.Options.Alpha), ppAbs(c.Options.Tolerance), c.Options.Resamples, c.Options.Seed), o.Width, "", "  "))
 	t = &textTable{plain: o.compact(), cols: []textColumn{{header: "scope", cut: true}, {header: "metric"}, {header: "Δ", right: true}, {header: "CI", right: true, prio: 2},
 		{header: "down / up", right: true, prio: 3}, {header: "p", right: true, prio: 1}, {header: "p adjusted", right: true}, {header: "supported"}}}
 	for _, x := range c.Tests {
@@ -140,12 +141,12 @@ func (c *Comparison) WriteTextWith(w io.Writer, o TextOptions) error {
 		return err
 	}
 	droppedNote(ew, o, dropped)
-	fmt.Fprintf(ew, "\nMinimum detectable effect: %s.\n", c.mdeSentence())
-	c.writeCaseLists(ew, false)
+	fmt.Fprint(ew, "\n"+wrap("Minimum detectable effect: "+c.mdeSentence()+".", o.Width, "", "  "))
+	c.writeCaseLists(ew, false, o.Width)
 	return ew.err
 }
 
-func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
+func (c *Comparison) writeCaseLists(w io.Writer, markdown bool, width int) {
 	name := func(cc CaseChange) string {
 		if markdown {
 			return fmt.Sprintf("**%s** · %s · %s", md(cc.Case), mdCode(modelName(cc.Model, cc.HeadModel)), md(cc.Profile))
@@ -178,11 +179,11 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 				fmt.Fprintf(w, "%s\n\n", note)
 			}
 		} else {
-			fmt.Fprintf(w, "\n%s (%d)", title, len(items))
+			head := fmt.Sprintf("%s (%d)", title, len(items))
 			if note != "" {
-				fmt.Fprintf(w, ": %s", note)
+				head += ": " + note
 			}
-			fmt.Fprintln(w)
+			fmt.Fprint(w, "\n"+wrap(head, width, "", "  "))
 		}
 		for i, it := range items {
 			if i == compareListMax {
@@ -192,7 +193,7 @@ func (c *Comparison) writeCaseLists(w io.Writer, markdown bool) {
 			if markdown {
 				fmt.Fprintf(w, "- %s\n", it)
 			} else {
-				fmt.Fprintf(w, "  %s\n", it)
+				fmt.Fprint(w, wrap(it, width, "  ", "    "))
 			}
 		}
 		if markdown {
@@ -371,7 +372,7 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 	}
 	mdTable(ew, "llrrrrrl", []string{"Scope", "Metric", "Δ", "CI", "Down / up", "p", "p adjusted", "Supported"}, rows...)
 	fmt.Fprintf(ew, "\n</details>\n")
-	c.writeCaseLists(ew, true)
+	c.writeCaseLists(ew, true, 0)
 	if c.AgentDiff != "" {
 		fence := "```"
 		for strings.Contains(c.AgentDiff, fence) {
@@ -384,9 +385,14 @@ func (c *Comparison) WriteMarkdown(w io.Writer) error {
 
 // RenderComparison writes a comparison in one of table, md, json or html.
 func RenderComparison(w io.Writer, c *Comparison, f Format) error {
+	return RenderComparisonWith(w, c, f, TextOptions{})
+}
+
+// RenderComparisonWith writes a comparison, the table for a terminal as o says.
+func RenderComparisonWith(w io.Writer, c *Comparison, f Format, o TextOptions) error {
 	switch f {
 	case FormatTable:
-		return c.WriteText(w)
+		return c.WriteTextWith(w, o)
 	case FormatMD:
 		return c.WriteMarkdown(w)
 	case FormatJSON:

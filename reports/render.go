@@ -78,11 +78,15 @@ func ParseFormats(s string) ([]Format, error) {
 }
 
 // Render writes one format of a run's report to w.
-func Render(w io.Writer, r *Run, f Format) error {
+func Render(w io.Writer, r *Run, f Format) error { return RenderWith(w, r, f, TextOptions{}) }
+
+// RenderWith writes one format of a run's report to w, the table for a
+// terminal as o says.
+func RenderWith(w io.Writer, r *Run, f Format, o TextOptions) error {
 	rep := Build(r)
 	switch f {
 	case FormatTable:
-		return rep.WriteText(w)
+		return rep.WriteTextWith(w, o)
 	case FormatMD:
 		return rep.WriteMarkdown(w)
 	case FormatJSON:

@@ -90,7 +90,7 @@ func (rep *Report) WriteTextWith(w io.Writer, o TextOptions) error {
 	ew := &errWriter{w: w}
 	pal := palette(o.Color)
 	fmt.Fprintf(ew, "dageval report: suite %s (%s mode)\n", rep.Suite, rep.Mode)
-	fmt.Fprint(ew, pal.headline(wrap(rep.headline(), o.Width, "", "  ")))
+	fmt.Fprintln(ew, pal.headline(strings.TrimSuffix(wrap(rep.headline(), o.Width, "", "  "), "\n")))
 	for _, r := range rep.moreReasons() {
 		fmt.Fprint(ew, wrap(r, o.Width, "  - ", "    "))
 	}
