@@ -11,7 +11,9 @@
 // # Rendering
 //
 // Build turns a run into a Report, the one source of the numbers in every
-// format; Render and WriteFiles write the formats (see Format). Reports are
+// format; Render and WriteFiles write the formats (see Format), RenderWith
+// fits the table to a terminal (TextOptions), and WriteCell prints one
+// cell with its transcript. Reports are
 // deterministic: cells are ordered by model and profile (as the summary
 // orders its groups), then case and epoch, whatever order they finished in;
 // durations, timestamps and the directory a run was loaded from are never
