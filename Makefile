@@ -8,10 +8,11 @@ PKGS := ./...
 test: vet
 	$(GO) test -race -count=1 $(PKGS)
 
-## test-browser: open the HTML report in headless Chromium (installs Debian's chromium when missing)
+## test-browser: open the HTML reports in headless Chromium (installs Debian's chromium when missing); screenshots in browser-out/
 test-browser:
 	$(GO) vet -tags browser ./reports/
-	chromium="$$(scripts/ensure-chromium.sh)" && DAGEVAL_CHROMIUM="$$chromium" $(GO) test -tags browser -race -count=1 -run Browser ./reports/
+	rm -rf browser-out && mkdir -p browser-out
+	chromium="$$(scripts/ensure-chromium.sh)" && DAGEVAL_CHROMIUM="$$chromium" $(GO) test -tags browser -race -count=1 -run Browser ./reports/ -artifacts -outputdir "$(CURDIR)/browser-out"
 
 vet:
 	$(GO) vet $(PKGS)
