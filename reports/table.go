@@ -1,26 +1,32 @@
 package reports
 
 import (
+	"bytes"
 	"io"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
 )
 
 // textTable is a terminal table that fits a width: it drops its least
 // important columns first and then shortens the columns that may be cut,
-// so a report never wraps in a terminal. Boxed tables draw ASCII borders
-// (the wide layout); plain ones separate columns with two spaces, which
-// saves a column's worth of characters for every three columns (the
-// compact layout).
+// so a report never wraps in a terminal. That decision is ours (fit);
+// tablewriter draws the table. Boxed tables draw ASCII borders (the wide
+// layout); plain ones separate columns with two spaces, which saves a
+// column's worth of characters for every three columns (the compact
+// layout).
 type textTable struct {
 	cols   []textColumn
 	rows   [][]string
 	footer []string
 	plain  bool
 	// paint colours a cell's text before it is padded (row -1 is the
-	// header, len(rows) the footer); nil paints nothing. Widths are measured before painting,
-	// so colour never shifts a column.
-	paint func(row, col int, padded string) string
+	// header, len(rows) the footer); nil paints nothing. Widths are
+	// measured without the colour codes, so colour never shifts a column.
+	paint func(row, col int, text string) string
 }
 
 // textColumn is one column. Prio 0 is never dropped; higher numbers go
@@ -33,26 +39,12 @@ type textColumn struct {
 	cut    bool
 }
 
-// textWidth is the width of s in terminal cells, colour codes left out.
-// Every character the reports print (≥, –, →, ×, ✓, ✗, ·) takes one cell.
-func textWidth(s string) int {
-	n := 0
-	for i := 0; i < len(s); {
-		if s[i] == 0x1b {
-			for i < len(s) && s[i] != 'm' {
-				i++
-			}
-			i++
-			continue
-		}
-		_, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		n++
-	}
-	return n
-}
+// textWidth is the width of s in terminal cells, colour codes left out,
+// measured as tablewriter measures it, so that the widths fit plans are
+// the widths tablewriter draws.
+func textWidth(s string) int { return twwidth.Width(s) }
 
-// minCut is the narrowest a cut column gets.
+// minCut is the narrowest a cut column gets (or its header, when wider).
 const minCut = 10
 
 // fit decides which columns to show and how wide each is, for a total
@@ -98,37 +90,35 @@ func (t *textTable) fit(max int) (keep []int, widths []int, dropped []string) {
 			break
 		}
 		on[drop] = false
-		dropped = append(dropped, t.cols[drop].header)
 	}
 	for max > 0 && total() > max {
-		// Cut the widest cut column by what is missing, down to minCut.
+		// Cut the widest cut column by what is missing, down to minCut
+		// (never narrower than its header, which is not cut).
 		widest := -1
 		for i, c := range t.cols {
-			if on[i] && c.cut && natural[i] > minCut && (widest < 0 || natural[i] > natural[widest]) {
+			if on[i] && c.cut && natural[i] > cutFloor(c) && (widest < 0 || natural[i] > natural[widest]) {
 				widest = i
 			}
 		}
 		if widest < 0 {
 			break
 		}
-		natural[widest] = max2(minCut, natural[widest]-(total()-max))
+		natural[widest] = max2(cutFloor(t.cols[widest]), natural[widest]-(total()-max))
 	}
-	for i := range t.cols {
+	for i, c := range t.cols {
 		if on[i] {
 			keep = append(keep, i)
 			widths = append(widths, natural[i])
+		} else {
+			// Listed left to right as the table had them, not in the
+			// order they were dropped.
+			dropped = append(dropped, c.header)
 		}
 	}
-	// Dropped in order of importance is how they were found; list them
-	// left to right as the table had them.
-	var ordered []string
-	for i, c := range t.cols {
-		if !on[i] {
-			ordered = append(ordered, c.header)
-		}
-	}
-	return keep, widths, ordered
+	return keep, widths, dropped
 }
+
+func cutFloor(c textColumn) int { return max2(minCut, textWidth(c.header)) }
 
 func max2(a, b int) int {
 	if a > b {
@@ -137,83 +127,91 @@ func max2(a, b int) int {
 	return b
 }
 
-// clip shortens s to width w with an ellipsis.
-func clip(s string, w int) string {
-	if textWidth(s) <= w {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:w-1]) + "…"
-}
+// plainSymbols draw the compact layout: no borders, two spaces between
+// columns, the rules under the header and above the footer in dashes.
+var plainSymbols = tw.NewSymbolCustom("dageval-plain").WithRow("-").WithColumn("  ").WithCenter("  ")
 
 // render writes the table in at most max columns (0: no limit) and returns
-// the headers of the columns it left out.
+// the headers of the columns it left out. fit chooses the columns and caps
+// the width of the cut ones; tablewriter draws the table, aligns and pads
+// the cells and truncates what is wider than a cap with an ellipsis.
 func (t *textTable) render(w io.Writer, max int) ([]string, error) {
 	keep, widths, dropped := t.fit(max)
-	var b strings.Builder
-	rule := func(ch byte) {
-		if t.plain {
-			for j, wd := range widths {
-				if j > 0 {
-					b.WriteString("  ")
-				}
-				b.WriteString(strings.Repeat(string(ch), wd))
-			}
-			b.WriteByte('\n')
-			return
-		}
-		b.WriteByte('+')
-		for _, wd := range widths {
-			b.WriteString(strings.Repeat("-", wd+2))
-			b.WriteByte('+')
-		}
-		b.WriteByte('\n')
+	rendition := tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)}
+	padding := tw.Padding{Left: " ", Right: " "}
+	if t.plain {
+		rendition = tw.Rendition{Borders: tw.BorderNone, Symbols: plainSymbols}
+		padding = tw.PaddingNone
 	}
-	line := func(row int, cells []string, header bool) {
-		var parts []string
+	align := make([]tw.Align, len(keep))
+	caps := tw.NewMapper[int, int]()
+	for j, i := range keep {
+		align[j] = tw.AlignLeft
+		if t.cols[i].right {
+			align[j] = tw.AlignRight
+		}
+		if t.cols[i].cut {
+			// A cap counts the padding.
+			caps.Set(j, widths[j]+textWidth(padding.Left)+textWidth(padding.Right))
+		}
+	}
+	var b bytes.Buffer
+	table := tablewriter.NewTable(&b,
+		tablewriter.WithRenderer(renderer.NewBlueprint(rendition)),
+		tablewriter.WithPadding(padding),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithFooterAutoFormat(tw.Off),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapTruncate),
+		tablewriter.WithFooterAutoWrap(tw.WrapTruncate),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+		tablewriter.WithFooterAlignmentConfig(tw.CellAlignment{PerColumn: align}),
+	).Configure(func(c *tablewriter.Config) {
+		c.Row.ColMaxWidths.PerColumn = caps
+		c.Footer.ColMaxWidths.PerColumn = caps
+	})
+	cells := func(row int, src []string) []string {
+		out := make([]string, len(keep))
 		for j, i := range keep {
-			s := ""
-			if i < len(cells) {
-				s = clip(cells[i], widths[j])
+			if i < len(src) {
+				out[j] = src[i]
 			}
-			pad := strings.Repeat(" ", widths[j]-textWidth(s))
 			if t.paint != nil {
-				s = t.paint(row, i, s)
+				out[j] = t.paint(row, i, out[j])
 			}
-			if t.cols[i].right && !header {
-				s = pad + s
-			} else {
-				s += pad
-			}
-			parts = append(parts, s)
 		}
-		if t.plain {
-			b.WriteString(strings.TrimRight(strings.Join(parts, "  "), " "))
-		} else {
-			b.WriteString("| " + strings.Join(parts, " | ") + " |")
-		}
-		b.WriteByte('\n')
+		return out
 	}
 	headers := make([]string, len(t.cols))
 	for i, c := range t.cols {
 		headers[i] = c.header
 	}
-	if !t.plain {
-		rule('-')
-	}
-	line(-1, headers, true)
-	rule('-')
-	for r, cells := range t.rows {
-		line(r, cells, false)
+	table.Header(cells(-1, headers))
+	for r, row := range t.rows {
+		if err := table.Append(cells(r, row)); err != nil {
+			return dropped, err
+		}
 	}
 	if t.footer != nil {
-		rule('-')
-		line(len(t.rows), t.footer, false)
+		table.Footer(cells(len(t.rows), t.footer))
 	}
-	if !t.plain {
-		rule('-')
+	if err := table.Render(); err != nil {
+		return dropped, err
 	}
-	_, err := io.WriteString(w, b.String())
+	out := b.String()
+	if t.plain {
+		// The last column is padded like the others; a plain line ends
+		// where its text does.
+		lines := strings.SplitAfter(out, "\n")
+		for k, l := range lines {
+			if body, ok := strings.CutSuffix(l, "\n"); ok {
+				lines[k] = strings.TrimRight(body, " ") + "\n"
+			}
+		}
+		out = strings.Join(lines, "")
+	}
+	_, err := io.WriteString(w, out)
 	return dropped, err
 }
 
