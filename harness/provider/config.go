@@ -144,6 +144,12 @@ type Config struct {
 	// Replay marks a run whose HTTP traffic is served from a cassette: no
 	// retries (a recorded failure is the answer) and no API key required.
 	Replay bool
+	// Limiters paces calls per provider entry across every model built
+	// from this config — an eval run shares one among all its cells — and
+	// pauses them all when the provider throttles, instead of each call
+	// retrying its 429s alone; nil leaves calls unpaced. Replayed calls
+	// are never paced.
+	Limiters *Limiters
 	// Logger receives retry notices and warnings about odd answers; nil
 	// discards them. Keys and headers are never logged.
 	Logger *slog.Logger

@@ -85,6 +85,12 @@ type Retrier struct {
 	attempt int
 	stop    func()
 	actx    context.Context
+	// permit is the current attempt's leave from the provider's rate
+	// limiter (nil without one); throttled counts the attempts it saw
+	// throttled, which the limiter's pause handles instead of the retry
+	// budget.
+	permit    *Permit
+	throttled int
 }
 
 // NewRetrier starts the bookkeeping for one call made with c.
@@ -117,6 +123,37 @@ func (r *Retrier) Done() {
 	}
 }
 
+// limiter is the rate limiter of c's provider; nil when calls are not
+// paced (no Limiters, or a replay, which reaches no provider).
+func (c Config) limiter() *RateLimiter {
+	if c.Limiters == nil || c.Replay {
+		return nil
+	}
+	return c.Limiters.For(c.name())
+}
+
+// Acquire waits, before an attempt, until the provider's rate limiter
+// lets it go (at once without one). It fails only when ctx ends.
+func (r *Retrier) Acquire(ctx context.Context) error {
+	r.permit.Release()
+	p, err := r.c.limiter().Wait(ctx)
+	r.permit = p
+	return err
+}
+
+// Answered tells the rate limiter that the provider began answering the
+// current attempt: a probe after a pause then lets the other calls go.
+func (r *Retrier) Answered() { r.permit.Answered() }
+
+// Succeeded ends the current attempt as answered, charging the tokens it
+// used to the provider's rate limiter.
+func (r *Retrier) Succeeded(u llm.Usage) {
+	r.permit.Done(u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens)
+}
+
+// release ends a permit no outcome ended (a stream its reader stopped).
+func (r *Retrier) release() { r.permit.Release() }
+
 // End finishes a failed attempt. It reports whether to try again (in which
 // case it has already waited) and the error to report otherwise: the
 // caller's cancellation as ctx.Err(), a stalled attempt as an llm timeout
@@ -130,6 +167,7 @@ func (r *Retrier) End(ctx context.Context, err error, canRetry bool) (bool, erro
 	}
 	r.Done()
 	if cerr := ctx.Err(); cerr != nil {
+		r.permit.Release()
 		return false, cerr
 	}
 	p := r.c.Retry
@@ -138,16 +176,16 @@ func (r *Retrier) End(ctx context.Context, err error, canRetry bool) (bool, erro
 			Message: fmt.Sprintf("%s (the per-attempt provider timeout; attempt %d of %d)", stall, r.attempt, p.maxAttempts()), Err: stall}
 	}
 	e, ok := llm.AsError(err)
-	if !canRetry || r.c.Replay || !ok || !e.Retryable() || r.attempt >= p.maxAttempts() {
+	if ok && e.Kind == llm.ErrRateLimit && r.permit != nil {
+		return r.throttle(ctx, e, err, canRetry)
+	}
+	r.permit.Release()
+	if !canRetry || r.c.Replay || !ok || !e.Retryable() || r.attempt-r.throttled >= p.maxAttempts() {
 		return false, err
 	}
 	wait := e.RetryAfter
 	if wait > 0 {
-		limit := p.MaxRetryAfter
-		if limit <= 0 {
-			limit = DefaultMaxRetryAfter
-		}
-		if wait > limit {
+		if wait > p.maxRetryAfter() {
 			return false, err
 		}
 	} else {
@@ -173,15 +211,58 @@ func (r *Retrier) End(ctx context.Context, err error, canRetry bool) (bool, erro
 	return true, err
 }
 
+func (p RetryPolicy) maxRetryAfter() time.Duration {
+	if p.MaxRetryAfter <= 0 {
+		return DefaultMaxRetryAfter
+	}
+	return p.MaxRetryAfter
+}
+
+// throttle ends an attempt the provider throttled while a rate limiter
+// paces it: the limiter pauses every call to the provider (the next
+// Acquire waits), so the call is tried again without spending its retry
+// budget, up to the limiters' MaxThrottled times. A Retry-After beyond
+// MaxRetryAfter is a quota, not a burst: the call fails at once, and the
+// others pause only MaxRetryAfter before they find out for themselves.
+func (r *Retrier) throttle(ctx context.Context, e *llm.Error, err error, canRetry bool) (bool, error) {
+	limit := r.c.Retry.maxRetryAfter()
+	if e.RetryAfter > limit {
+		r.permit.Throttled(limit)
+		return false, err
+	}
+	r.permit.Throttled(e.RetryAfter)
+	r.throttled++
+	if !canRetry || r.throttled > r.c.Limiters.maxThrottled() {
+		return false, err
+	}
+	if l := r.c.Logger; l != nil {
+		l.LogAttrs(ctx, slog.LevelWarn, "model call throttled; every call to the provider pauses",
+			slog.String("provider", r.c.Provider), slog.String("model", r.c.Model),
+			slog.Int("throttled", r.throttled), slog.Duration("retry_after", e.RetryAfter),
+			slog.String("request_id", e.RequestID), slog.String("error", r.c.Scrub(e.Error())))
+	}
+	return true, err
+}
+
 // Do runs call under c's timeout and retry policy. call receives the
 // attempt's context and must return an *llm.Error for failures it can
 // classify; unclassified errors are returned without retrying.
 func Do[T any](ctx context.Context, c Config, call func(ctx context.Context) (T, error)) (T, error) {
 	r := c.NewRetrier()
+	defer r.release()
 	for {
+		if err := r.Acquire(ctx); err != nil {
+			var zero T
+			return zero, err
+		}
 		v, err := call(r.Begin(ctx))
 		if err == nil {
 			r.Done()
+			var u llm.Usage
+			if resp, ok := any(v).(*llm.Response); ok && resp != nil {
+				u = resp.Usage
+			}
+			r.Succeeded(u)
 			return v, nil
 		}
 		again, err := r.End(ctx, err, true)
@@ -200,10 +281,18 @@ func Do[T any](ctx context.Context, c Config, call func(ctx context.Context) (T,
 func DoStream(ctx context.Context, c Config, yield func(llm.Chunk, error) bool, attempt func(ctx context.Context, emit func(llm.Chunk) bool) (*llm.Response, error)) {
 	r := c.NewRetrier()
 	defer r.Done()
+	defer r.release()
 	for {
+		if err := r.Acquire(ctx); err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
 		actx := r.Begin(ctx)
 		yielded, stopped := false, false
 		resp, err := attempt(actx, func(ch llm.Chunk) bool {
+			if !yielded {
+				r.Answered()
+			}
 			yielded = true
 			stopped = !yield(ch, nil)
 			return !stopped
@@ -213,6 +302,11 @@ func DoStream(ctx context.Context, c Config, yield func(llm.Chunk, error) bool, 
 		}
 		if err == nil {
 			r.Done()
+			var u llm.Usage
+			if resp != nil {
+				u = resp.Usage
+			}
+			r.Succeeded(u)
 			yield(llm.Chunk{Response: resp}, nil)
 			return
 		}
