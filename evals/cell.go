@@ -56,7 +56,8 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 			detail.Cassette = filepath.ToSlash(rel)
 		}
 	}
-	run, err := r.execute(ctx, cell)
+	waits := &provider.RateWaits{}
+	run, err := r.execute(provider.WithRateWaits(ctx, waits), cell)
 	if err != nil {
 		res = CellResult{Status: StatusError, Error: err.Error(), Cause: CauseOf(err), Checks: []rubrics.CheckVerdict{}, ToolCalls: []string{}, CostKnown: true}
 	} else {
@@ -69,9 +70,21 @@ func (r *runner) runCell(ctx context.Context, cell Cell) (res CellResult, detail
 		}
 	}
 	res.CellKey, res.ID, res.Tags, res.Alias = cell.CellKey, cell.ID, cell.CaseDef.Tags, cell.Alias
+	res.RateLimits = rateCounts(waits)
 	res.DurationMS = time.Since(start).Milliseconds()
 	detail.Result = res
 	return res, detail, res.Status == StatusError && ctx.Err() != nil
+}
+
+// rateCounts lists a cell's rate-limit waits by provider; nil when none.
+func rateCounts(w *provider.RateWaits) []RateLimitCount {
+	st := w.Stats()
+	var out []RateLimitCount
+	for _, name := range slices.Sorted(maps.Keys(st)) {
+		v := st[name]
+		out = append(out, RateLimitCount{Provider: name, Throttled: v.Throttled, Waits: v.Waits, WaitMS: v.Wait.Milliseconds()})
+	}
+	return out
 }
 
 // cellRun is what executing a cell left, for judging and for its detail file.

@@ -45,7 +45,7 @@ type cellModels struct {
 // provider limits and the environment. The HTTP client and the replay flag
 // come from where the calls go (see models).
 func (r *runner) providerConfig() provider.Config {
-	c := provider.Config{Getenv: r.getenv, Timeout: r.s.Limits.ProviderTimeout}
+	c := provider.Config{Getenv: r.getenv, Timeout: r.s.Limits.ProviderTimeout, Limiters: r.limiters}
 	if n := r.s.Limits.ProviderRetries; n != nil {
 		c.Retry.MaxAttempts = *n + 1
 	}

@@ -54,6 +54,24 @@ type Options struct {
 	// TolerateErrors lets errored cells count as failures instead of
 	// making the run errored, as the suite's errors: tolerate does.
 	TolerateErrors bool
+	// Resume continues the run in OutDir — interrupted, killed, or whose
+	// machine was lost — instead of starting over: the cells it has
+	// results for keep them and make no provider call, the cells that
+	// were in flight run again from the start, and the finished files are
+	// those of a run that was never stopped (apart from durations). Filter,
+	// Epochs and Shard must be those the run was started with (its
+	// run.json, see ReadManifest), and the suite must ask the same.
+	Resume bool
+	// RetryErrors resumes the run in OutDir as Resume does, and runs its
+	// errored cells again too.
+	RetryErrors bool
+	// Shard runs one part of the matrix (see Suite.Shard); the suite's
+	// rate limits are shared out among the shards.
+	Shard Shard
+	// ResultsOnDisk leaves RunResult.Results and Details empty: the
+	// results are only in OutDir (read them with the reports package), so
+	// memory does not grow with the matrix. Without OutDir it is ignored.
+	ResultsOnDisk bool
 
 	// gate makes Run(t) fail on the suite's verdict instead of per cell.
 	gate bool

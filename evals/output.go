@@ -1,6 +1,7 @@
 package evals
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,10 +12,13 @@ import (
 	"github.com/dageval/dageval/internal/fileutil"
 )
 
-// PartialResultsFile receives each cell's result line the moment the cell
-// finishes, in completion order, so a long run can be followed and a crash
-// leaves what was done. When the run ends, results.jsonl is written in
-// matrix order (so two runs give the same file) and this file is removed.
+// PartialResultsFile is the run's journal: each cell's result line is
+// appended the moment the cell finishes, in completion order (durably,
+// with an fsync, when the run calls providers: see Options.Resume), so a
+// long run can be followed, and a run that is killed or loses its machine
+// can be resumed without repeating a finished cell. When the run ends,
+// results.jsonl is written in matrix order (so two runs give the same
+// file) and this file is removed.
 const PartialResultsFile = "results.partial.jsonl"
 
 // SummaryMarkdownFile is the markdown summary `dageval run` writes beside summary.json.
@@ -22,29 +26,51 @@ const SummaryMarkdownFile = "summary.md"
 
 // outDir writes a run's files.
 type outDir struct {
-	dir     string
-	partial *os.File
-	written map[string]bool // cell files of this run
+	dir string
+	// durable runs fsync each cell's files before the cell counts as
+	// finished: runs that call providers, whose cells cost time and money
+	// to run again. A replayed cell costs nothing to run again, so a replay
+	// leaves the flushing to the system: its files still survive the
+	// process being killed, only not the machine crashing.
+	durable bool
+	j       *journal
 }
 
-// openOutDir prepares dir for a run: it removes the results and summaries
-// an earlier run left there and starts the partial results file. Cell
-// files of an earlier run are replaced as cells finish, and the ones this
-// run does not write are removed when it ends (never any other file).
-func openOutDir(dir string) (*outDir, error) {
+// openOutDir prepares dir for a fresh run of n cells: it removes the
+// results and summaries an earlier run left there and starts an empty
+// journal. Cell files of an earlier run are replaced as cells finish, and
+// the ones this run does not write are removed when it ends (never any
+// other file).
+func openOutDir(dir string, n int, durable bool) (*outDir, error) {
+	o, err := prepareOutDir(dir, durable)
+	if err != nil {
+		return nil, err
+	}
+	if o.j, err = newJournal(filepath.Join(dir, PartialResultsFile), n, durable, filepath.Join(dir, CellsDir)); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	return o, nil
+}
+
+func prepareOutDir(dir string, durable bool) (*outDir, error) {
 	if err := os.MkdirAll(filepath.Join(dir, CellsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
-	for _, name := range []string{ResultsFile, SummaryFile, SummaryMarkdownFile} {
+	if err := removeSummaries(dir); err != nil {
+		return nil, err
+	}
+	return &outDir{dir: dir, durable: durable}, nil
+}
+
+// removeSummaries removes the files that mark a finished run, so that a
+// directory with a summary.json always holds a finished run's files.
+func removeSummaries(dir string) error {
+	for _, name := range []string{SummaryFile, ResultsFile, SummaryMarkdownFile} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
-			return nil, fmt.Errorf("output directory: %w", err)
+			return fmt.Errorf("output directory: %w", err)
 		}
 	}
-	f, err := os.Create(filepath.Join(dir, PartialResultsFile))
-	if err != nil {
-		return nil, fmt.Errorf("output directory: %w", err)
-	}
-	return &outDir{dir: dir, partial: f, written: map[string]bool{}}, nil
+	return nil
 }
 
 func encodeJSON(v any, indent bool) ([]byte, error) {
@@ -67,52 +93,62 @@ func (o *outDir) detail(d *CellDetail) error {
 	if err != nil {
 		return err
 	}
-	return writeCellFile(filepath.Join(o.dir, CellsDir), d.Result.ID+".json", data)
+	return writeCellFile(filepath.Join(o.dir, CellsDir), d.Result.ID+".json", data, o.durable)
 }
 
-// result appends a finished cell's line to the partial results; calls are
-// serialised by the caller, after detail.
-func (o *outDir) result(res *CellResult) error {
-	o.written[res.ID+".json"] = true
+// result appends cell i's result line to the journal, after its detail
+// file: a cell whose line is there has its file too.
+func (o *outDir) result(i int, res *CellResult) error {
 	line, err := encodeJSON(res, false)
 	if err != nil {
 		return err
 	}
-	if _, err := o.partial.Write(line); err != nil {
-		return fmt.Errorf("writing %s: %w", PartialResultsFile, err)
-	}
-	return nil
+	return o.j.append(i, line)
 }
 
-// cell records a finished cell: its detail file, then its result line.
-func (o *outDir) cell(res *CellResult, d *CellDetail) error {
-	if err := o.detail(d); err != nil {
+// writeCellFile writes a cell's file in place; durably, it is on disk
+// before the cell's journal line is written. A half-written cell file can
+// only be left by a run that died, and such a run has no summary.json
+// (which is removed when a run starts and written last, atomically): a
+// directory with a summary never holds a half-written file, and resuming
+// rewrites the files of the cells that were in flight. Writing in place
+// reuses the files of the previous run into the same directory, which on
+// some file systems costs a fraction of creating new ones.
+func writeCellFile(dir, name string, data []byte, durable bool) error {
+	path := filepath.Join(dir, name)
+	if !durable {
+		return os.WriteFile(path, data, 0o644)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return err
 	}
-	return o.result(res)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
-// writeCellFile writes a cell's file in place. A half-written cell file
-// can only be left by a run that died, and such a run has no summary.json
-// (which is removed when a run starts and written last, atomically): a
-// directory with a summary never holds a half-written file. Writing in
-// place reuses the files of the previous run into the same directory,
-// which on some file systems costs a fraction of creating new ones.
-func writeCellFile(dir, name string, data []byte) error {
-	return os.WriteFile(filepath.Join(dir, name), data, 0o644)
-}
-
-// pruneCells removes the cell files (and leftover temporary files) that
-// this run did not write.
-func (o *outDir) pruneCells() error {
+// pruneCells removes the cell files (and leftover temporary files) of
+// cells that have no result line.
+func (o *outDir) pruneCells(cells []Cell) error {
+	keep := make(map[string]bool)
+	for i, c := range cells {
+		if o.j.has(i) {
+			keep[c.ID+".json"] = true
+		}
+	}
 	entries, err := os.ReadDir(filepath.Join(o.dir, CellsDir))
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
 		name := e.Name()
-		stale := strings.HasSuffix(name, ".json") && !o.written[name]
-		if stale && !e.IsDir() {
+		if strings.HasSuffix(name, ".json") && !keep[name] && !e.IsDir() {
 			if err := os.Remove(filepath.Join(o.dir, CellsDir, name)); err != nil {
 				return err
 			}
@@ -121,39 +157,78 @@ func (o *outDir) pruneCells() error {
 	return nil
 }
 
-// finish writes results.jsonl in matrix order and summary.json, then drops
-// the partial file.
-func (o *outDir) finish(results []*CellResult, sum *Summary) error {
-	if err := o.partial.Close(); err != nil {
+// writeResults writes results.jsonl: the journal's lines in matrix order,
+// read back one at a time, each decoded for visit on the way (the
+// summary's tally) unless mem holds the cell's result already. A cell
+// without a line is visited with nil unless only finished cells count.
+func (o *outDir) writeResults(cells []Cell, mem []*CellResult, onlyFinished bool, visit func(i int, r *CellResult)) error {
+	if err := o.pruneCells(cells); err != nil {
 		return err
 	}
-	if err := o.pruneCells(); err != nil {
+	f, err := fileutil.CreateAtomic(filepath.Join(o.dir, ResultsFile))
+	if err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	for _, r := range results {
-		if r == nil {
-			continue
-		}
-		line, err := encodeJSON(r, false)
+	w := bufio.NewWriterSize(f, 1<<16)
+	var buf []byte
+	for i := range cells {
+		line, err := o.j.line(i, buf)
 		if err != nil {
+			f.Abort()
 			return err
 		}
-		b.Write(line)
+		if line == nil {
+			if !onlyFinished {
+				visit(i, nil)
+			}
+			continue
+		}
+		buf = line
+		r := mem[i]
+		if r == nil {
+			r = new(CellResult)
+			if err := json.Unmarshal(line, r); err != nil {
+				f.Abort()
+				return fmt.Errorf("%s: the line of cell %s: %w", o.j.path, cells[i].ID, err)
+			}
+		}
+		visit(i, r)
+		w.Write(line)
 	}
-	if err := fileutil.WriteFileAtomic(filepath.Join(o.dir, ResultsFile), b.Bytes()); err != nil {
+	if err := w.Flush(); err != nil {
+		f.Abort()
 		return err
 	}
+	return f.Commit(o.durable)
+}
+
+// finish writes summary.json, which marks the run finished, and drops the
+// journal, whose lines are all in results.jsonl.
+func (o *outDir) finish(sum *Summary) error {
 	data, err := encodeJSON(sum, true)
 	if err != nil {
 		return err
 	}
-	if err := fileutil.WriteFileAtomic(filepath.Join(o.dir, SummaryFile), data); err != nil {
+	f, err := fileutil.CreateAtomic(filepath.Join(o.dir, SummaryFile))
+	if err != nil {
 		return err
 	}
-	return os.Remove(o.partial.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Abort()
+		return err
+	}
+	if err := f.Commit(o.durable); err != nil {
+		return err
+	}
+	if o.durable {
+		if err := fileutil.SyncDir(o.dir); err != nil {
+			return err
+		}
+	}
+	o.j.close()
+	return os.Remove(o.j.path)
 }
 
-// abort closes the partial file, keeping it: the run ended before its
-// results could be written.
-func (o *outDir) abort() { o.partial.Close() }
+// abort closes the journal, keeping it: the run ended before its results
+// could be written, and can be resumed from it.
+func (o *outDir) abort() { o.j.close() }

@@ -13,7 +13,7 @@ import (
 // keeps the cells that did not pass on screen and fits the width.
 func TestProgressLine(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(Options{Progress: &b, ProgressBar: true, ProgressWidth: 60}, "quickstart", 3)
+	p := newProgress(Options{Progress: &b, ProgressBar: true, ProgressWidth: 60}, "quickstart", 3, 0)
 	a := CellKey{Case: "paris-weather", Model: "openai:gpt-5", Profile: "terse", Epoch: 1}
 	c := CellKey{Case: "two-cities", Model: "openai:gpt-5", Profile: "terse", Epoch: 1}
 	p.begin(a)
@@ -48,7 +48,7 @@ func TestProgressLine(t *testing.T) {
 // Without a terminal each finished cell is one plain line.
 func TestProgressPlain(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(Options{Progress: &b}, "quickstart", 2)
+	p := newProgress(Options{Progress: &b}, "quickstart", 2, 0)
 	p.begin(CellKey{Case: "a"})
 	p.cell(CellResult{CellKey: CellKey{Case: "a", Model: "m", Profile: "p", Epoch: 1}, Status: StatusPass, DurationMS: 1500})
 	p.finish()

@@ -78,6 +78,26 @@ type CellResult struct {
 	// …, alias: …}]); compare pairs cells by it, so a model swap under the
 	// same alias is compared case by case.
 	Alias string `json:"alias,omitempty"`
+	// RateLimits is what the run's rate limiters did to the cell's model
+	// calls, by provider; empty when its calls never waited (always, in
+	// replay). WaitMS is wall time, like DurationMS.
+	RateLimits []RateLimitCount `json:"rate_limits,omitempty"`
+}
+
+// RateLimitCount is what a provider's rate limiter did to a cell's calls,
+// or, in a summary, to the run's: the throttling answers (429) it saw and
+// the calls that waited for it, with their total wait.
+type RateLimitCount struct {
+	Provider  string `json:"provider"`
+	Throttled int    `json:"throttled,omitempty"`
+	Waits     int    `json:"waits,omitempty"`
+	WaitMS    int64  `json:"wait_ms,omitempty"`
+}
+
+func (c *RateLimitCount) add(o RateLimitCount) {
+	c.Throttled += o.Throttled
+	c.Waits += o.Waits
+	c.WaitMS += o.WaitMS
 }
 
 // RubricOutcome is the final verdict of the rubric grader for a cell.
@@ -179,6 +199,13 @@ type Summary struct {
 	// Reasons explains a failed verdict, one line each; an errored
 	// verdict's first line names the cause that decided it.
 	Reasons []string `json:"reasons,omitempty"`
+	// RateLimits sums up the cells' rate-limit waits and throttling, by
+	// provider; empty when no call waited.
+	RateLimits []RateLimitCount `json:"rate_limits,omitempty"`
+	// Shard is set in the summary of one shard of a run (--shard 2/4),
+	// whose cells are only its part of the matrix; `dageval merge` makes
+	// the whole run's summary, without it.
+	Shard *Shard `json:"shard,omitempty"`
 }
 
 // RunOutcome is the summary's outcome, derived from Passed for summaries

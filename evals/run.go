@@ -2,10 +2,14 @@ package evals
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/dageval/dageval/fakes/recorder"
@@ -40,6 +44,11 @@ type runner struct {
 	log        *slog.Logger
 	conc       int
 	liveClient *http.Client
+	// limiters pace each provider's calls across the run, shared by every
+	// cell (nil in replay, which calls no provider); limiterNote is told
+	// when one pauses its provider.
+	limiters    *provider.Limiters
+	limiterNote func(provider.Throttle)
 }
 
 func (s *Suite) newRunner(o Options) (*runner, error) {
@@ -74,6 +83,19 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 		}
 	}
 	r.liveClient = &http.Client{Transport: r.transport}
+	if mode != recorder.ModeReplay {
+		// A share of each limit per shard, so that the shards of a run
+		// keep to the suite's limits together.
+		limits := map[string]provider.RateLimit{}
+		for name, l := range s.RateLimits {
+			limits[name] = l.Share(o.Shard.Count)
+		}
+		r.limiters = provider.NewLimiters(limits, provider.LimiterOptions{OnThrottle: func(t provider.Throttle) {
+			if r.limiterNote != nil {
+				r.limiterNote(t)
+			}
+		}})
+	}
 	if len(s.ProviderConcurrency) > 0 {
 		r.limits = map[string]chan struct{}{}
 		for name, n := range s.ProviderConcurrency {
@@ -89,8 +111,9 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 // results, not errors: Run returns an error only when the suite cannot be
 // run as given (a filter selecting nothing, a missing cassette in replay
 // mode, an agent that does not assemble, an output directory it cannot
-// write) or when ctx is cancelled, in which case the cells that finished
-// are still summarised and written and the rest count as missing.
+// write, a run to resume that was started otherwise) or when ctx is
+// cancelled, in which case the cells that finished are still summarised
+// and written and the rest count as missing — to be run by resuming.
 func (s *Suite) Run(ctx context.Context, o Options) (*RunResult, error) {
 	ss, err := s.start(ctx, o)
 	if err != nil {
@@ -100,7 +123,7 @@ func (s *Suite) Run(ctx context.Context, o Options) (*RunResult, error) {
 	defer stop()
 	var wg sync.WaitGroup
 	jobs := make(chan int)
-	for range min(ss.conc, len(ss.cells)) {
+	for range min(ss.conc, len(ss.todo)) {
 		wg.Go(func() {
 			for i := range jobs {
 				ss.prog.begin(ss.cells[i].CellKey)
@@ -115,7 +138,7 @@ func (s *Suite) Run(ctx context.Context, o Options) (*RunResult, error) {
 		})
 	}
 feed:
-	for i := range ss.cells {
+	for _, i := range ss.todo {
 		select {
 		case jobs <- i:
 		case <-runCtx.Done():
@@ -136,18 +159,36 @@ feed:
 type session struct {
 	*runner
 	cells []Cell
-	out   *outDir // nil without Options.OutDir
-	prog  *progress
+	// todo lists the cells to run: all of them, or those a resumed run
+	// has no result for.
+	todo []int
+	out  *outDir // nil without Options.OutDir
+	prog *progress
+	// keep holds the results in memory for the RunResult; without it the
+	// results are only on disk, and memory does not grow with the matrix.
+	keep    bool
+	resumed resumed
+	// onlyFinished leaves out the cells that produced no result, for a
+	// run in which they were not selected rather than lost (go test -run).
+	onlyFinished bool
 
 	mu       sync.Mutex
-	results  []*CellResult // by cell index; nil until the cell finished
+	done     []bool        // by cell index, without an output directory
+	results  []*CellResult // by cell index when kept; nil until the cell finished
 	details  []*CellDetail
 	writeErr error
 }
 
-// start prepares a run: it resolves the mode, selects the cells, validates
-// the suite against them and opens the output directory.
+// start prepares a run: it resolves the mode, selects the cells (the
+// shard's), validates the suite against them and opens the output
+// directory, or picks up the run in it when resuming.
 func (s *Suite) start(ctx context.Context, o Options) (*session, error) {
+	if err := o.Shard.validate(); err != nil {
+		return nil, err
+	}
+	if (o.Resume || o.RetryErrors) && o.OutDir == "" {
+		return nil, errors.New("resuming a run needs its output directory (Options.OutDir)")
+	}
 	r, err := s.newRunner(o)
 	if err != nil {
 		return nil, err
@@ -156,37 +197,76 @@ func (s *Suite) start(ctx context.Context, o Options) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cells = s.Shard(cells, o.Shard); len(cells) == 0 {
+		return nil, fmt.Errorf("shard %s has no cells: the matrix has fewer cells than shards", o.Shard)
+	}
 	if err := joinErrors(r.validate(ctx, cells, true)); err != nil {
 		return nil, err
 	}
-	ss := &session{runner: r, cells: cells, results: make([]*CellResult, len(cells)), details: make([]*CellDetail, len(cells))}
+	ss := &session{runner: r, cells: cells, keep: !o.ResultsOnDisk || o.OutDir == "", done: make([]bool, len(cells))}
+	if ss.keep {
+		ss.results, ss.details = make([]*CellResult, len(cells)), make([]*CellDetail, len(cells))
+	}
 	if o.OutDir != "" {
-		if ss.out, err = openOutDir(o.OutDir); err != nil {
+		durable := r.mode != recorder.ModeReplay
+		m := ss.manifest()
+		if o.Resume || o.RetryErrors {
+			prev, err := ReadManifest(o.OutDir)
+			if err != nil {
+				return nil, err
+			}
+			if err := prev.checkResumable(filepath.Join(o.OutDir, ManifestFile), m); err != nil {
+				return nil, err
+			}
+			if ss.out, ss.resumed, err = resumeOutDir(o.OutDir, cells, durable, o.RetryErrors); err != nil {
+				return nil, err
+			}
+		} else if ss.out, err = openOutDir(o.OutDir, len(cells), durable); err != nil {
 			return nil, err
 		}
+		if err := writeManifest(o.OutDir, m); err != nil {
+			ss.out.abort()
+			return nil, fmt.Errorf("output directory: %w", err)
+		}
 	}
-	ss.prog = newProgress(o, s.Name, len(cells))
+	for i := range cells {
+		if ss.out == nil || !ss.out.j.has(i) {
+			ss.todo = append(ss.todo, i)
+		}
+	}
+	ss.prog = newProgress(o, s.Name, len(cells), len(cells)-len(ss.todo))
+	if o.Resume || o.RetryErrors {
+		ss.prog.resumed(ss.resumed, len(ss.todo))
+	}
+	if r.limiters != nil {
+		r.limiterNote = ss.prog.throttled
+	}
 	return ss, nil
 }
 
 // record keeps the result of cell i, writes its files and reports it. The
 // first write error is returned and ends all writing, so that the output
-// directory never gets a summary over cell files that are missing.
+// directory never gets a summary over cell files that are missing. A cell
+// counts as finished (and is reported) only once its line is in the
+// journal, on disk when the run is durable.
 func (ss *session) record(i int, res CellResult, d *CellDetail) error {
+	ss.mu.Lock()
+	failed := ss.writeErr != nil
+	ss.mu.Unlock()
 	var err error
-	if ss.out != nil {
-		err = ss.out.detail(d)
+	if ss.out != nil && !failed {
+		if err = ss.out.detail(d); err == nil {
+			err = ss.out.result(i, &res)
+		}
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.results[i], ss.details[i] = &res, d
-	if ss.out == nil || ss.writeErr != nil {
-		err = nil // nothing to write, or writing ended at an earlier error
-	} else if err == nil {
-		err = ss.out.result(&res)
-	}
-	if err != nil {
+	if err != nil && ss.writeErr == nil {
 		ss.writeErr = err
+	}
+	ss.done[i] = true
+	if ss.keep {
+		ss.results[i], ss.details[i] = &res, d
 	}
 	ss.prog.cell(res)
 	if ss.o.OnCell != nil {
@@ -197,39 +277,95 @@ func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 
 // keepFinished leaves out the cells that produced no result, for a run in
 // which they were not selected rather than lost (go test -run).
-func (ss *session) keepFinished() {
-	var cells []Cell
-	var results []*CellResult
-	var details []*CellDetail
-	for i, res := range ss.results {
-		if res != nil {
-			cells, results, details = append(cells, ss.cells[i]), append(results, res), append(details, ss.details[i])
-		}
-	}
-	ss.cells, ss.results, ss.details = cells, results, details
-}
+func (ss *session) keepFinished() { ss.onlyFinished = true }
 
 // conclude summarises the run (a cell without a result counts as missing)
 // and finishes the output directory, or leaves it without a summary after
-// a write error.
+// a write error. The summary is tallied from the results in matrix order
+// as results.jsonl is written, read back from the journal one line at a
+// time, so a run resumed or run in shards sums up exactly as one that ran
+// in one go, and no run needs its results in memory.
 func (ss *session) conclude() (*RunResult, error) {
 	ss.prog.finish()
-	rr := &RunResult{Cells: ss.cells, Details: map[string]*CellDetail{}, Mode: ss.mode, ModeReason: ss.modeReason}
-	rr.Summary = ss.s.summarize(ss.cells, ss.results, string(ss.mode), ss.s.TolerateErrors || ss.o.TolerateErrors)
-	for i, res := range ss.results {
-		if res != nil {
-			rr.Results = append(rr.Results, *res)
-			rr.Details[res.ID] = ss.details[i]
+	rr := &RunResult{Details: map[string]*CellDetail{}, Mode: ss.mode, ModeReason: ss.modeReason}
+	var kept []Cell
+	t := ss.s.newTally(ss.cells, string(ss.mode), ss.s.TolerateErrors || ss.o.TolerateErrors)
+	visit := func(i int, r *CellResult) {
+		t.add(i, r)
+		if ss.onlyFinished {
+			kept = append(kept, ss.cells[i])
+		}
+		if r == nil || !ss.keep {
+			return
+		}
+		rr.Results = append(rr.Results, *r)
+		if d := ss.details[i]; d != nil {
+			rr.Details[r.ID] = d
+		} else if d, err := readDetail(ss.out.dir, r.ID); err == nil {
+			rr.Details[r.ID] = d // a resumed run's earlier cell
 		}
 	}
-	if ss.writeErr != nil {
-		ss.out.abort()
-		return rr, ss.writeErr
+	var err error
+	switch {
+	case ss.out == nil || ss.writeErr != nil:
+		// From memory, or after a write error from whatever is at hand.
+		for i := range ss.cells {
+			var r *CellResult
+			switch {
+			case ss.keep:
+				r = ss.results[i]
+			case ss.out != nil:
+				if line, lerr := ss.out.j.line(i, nil); lerr == nil && line != nil {
+					r = new(CellResult)
+					if json.Unmarshal(line, r) != nil {
+						r = nil
+					}
+				}
+			}
+			if r != nil || !ss.onlyFinished {
+				visit(i, r)
+			}
+		}
+		err = ss.writeErr
+		if ss.out != nil {
+			ss.out.abort()
+		}
+	default:
+		mem := ss.results
+		if mem == nil {
+			mem = make([]*CellResult, len(ss.cells))
+		}
+		if err = ss.out.writeResults(ss.cells, mem, ss.onlyFinished, visit); err != nil {
+			ss.out.abort()
+		}
+	}
+	rr.Cells = ss.cells
+	if ss.onlyFinished {
+		rr.Cells = kept
+		t.sum.ExpectedCells = len(kept)
+	}
+	rr.Summary = t.summary()
+	if !ss.o.Shard.Whole() {
+		sh := ss.o.Shard
+		rr.Summary.Shard = &sh
+	}
+	if err != nil {
+		return rr, err
 	}
 	if ss.out != nil {
-		if err := ss.out.finish(ss.results, &rr.Summary); err != nil {
+		if err := ss.out.finish(&rr.Summary); err != nil {
 			return rr, err
 		}
 	}
 	return rr, nil
+}
+
+// readDetail reads cells/<id>.json of the run in dir.
+func readDetail(dir, id string) (*CellDetail, error) {
+	data, err := os.ReadFile(filepath.Join(dir, CellsDir, id+".json"))
+	if err != nil {
+		return nil, err
+	}
+	d := new(CellDetail)
+	return d, json.Unmarshal(data, d)
 }

@@ -90,7 +90,11 @@ type Suite struct {
 	// model calls in flight per provider entry (grader calls included).
 	Concurrency         int
 	ProviderConcurrency map[string]int
-	Limits              Limits
+	// RateLimits paces each provider entry's calls across the run
+	// (rate_limits: {provider: {requests_per_minute, tokens_per_minute}});
+	// every provider is paused as a whole when it throttles, limit or not.
+	RateLimits map[string]provider.RateLimit
+	Limits     Limits
 	Thresholds          *Thresholds
 	// AllowUnused (allow_unused: true) turns a cassette's unplayed
 	// interactions from an error of the cell into a warning; a case may
@@ -256,6 +260,7 @@ type rawSuite struct {
 	Cassettes           string                    `yaml:"cassettes"`
 	Concurrency         *int                      `yaml:"concurrency"`
 	ProviderConcurrency map[string]int            `yaml:"provider_concurrency"`
+	RateLimits          map[string]rawRateLimit   `yaml:"rate_limits"`
 	Limits              *rawLimits                `yaml:"limits"`
 	Thresholds          *Thresholds               `yaml:"thresholds"`
 	AllowUnused         bool                      `yaml:"allow_unused"`
@@ -276,6 +281,11 @@ type rawGrader struct {
 	MaxIterations *int     `yaml:"max_iterations"`
 	Temperature   *float64 `yaml:"temperature"`
 	Seed          *int64   `yaml:"seed"`
+}
+
+type rawRateLimit struct {
+	RequestsPerMinute *float64 `yaml:"requests_per_minute"`
+	TokensPerMinute   *float64 `yaml:"tokens_per_minute"`
 }
 
 type rawLimits struct {
@@ -500,6 +510,10 @@ func (p *parser) suite(raw *rawSuite) {
 		default:
 			s.ProviderConcurrency[name] = n
 		}
+	}
+	s.RateLimits = map[string]provider.RateLimit{}
+	for _, name := range slices.Sorted(maps.Keys(raw.RateLimits)) {
+		p.fail(p.rateLimit(name, raw.RateLimits[name]))
 	}
 	p.fail(p.limits(raw.Limits))
 	p.fail(p.thresholds(raw.Thresholds))
@@ -850,6 +864,32 @@ func (p *parser) profile(i int, rp rawProfile, seen map[string]bool) (*Profile, 
 		pr.harness = h
 	}
 	return pr, nil
+}
+
+func (p *parser) rateLimit(name string, raw rawRateLimit) error {
+	at := "rate_limits." + name
+	if !p.knownProvider(name) {
+		return p.errAt(at, "unknown provider %q (known: %s)", name, strings.Join(p.providerNames(), ", "))
+	}
+	var l provider.RateLimit
+	for _, f := range []struct {
+		key string
+		v   *float64
+		to  *float64
+	}{{"requests_per_minute", raw.RequestsPerMinute, &l.RequestsPerMinute}, {"tokens_per_minute", raw.TokensPerMinute, &l.TokensPerMinute}} {
+		if f.v == nil {
+			continue
+		}
+		if !(*f.v > 0) || math.IsInf(*f.v, 0) {
+			return p.errAt(at+"."+f.key, "%s must be a positive number, got %v", f.key, *f.v)
+		}
+		*f.to = *f.v
+	}
+	if l == (provider.RateLimit{}) {
+		return p.errAt(at, "give requests_per_minute, tokens_per_minute or both")
+	}
+	p.s.RateLimits[name] = l
+	return nil
 }
 
 func (p *parser) limits(raw *rawLimits) error {

@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/dageval/dageval/harness/llm"
@@ -39,115 +41,207 @@ func (s *Suite) Summarize(cells []Cell, results []*CellResult, mode string) Summ
 }
 
 func (s *Suite) summarize(cells []Cell, results []*CellResult, mode string, tolerate bool) Summary {
-	sum := Summary{
-		SchemaVersion: SchemaVersion,
-		Suite:         s.Name,
-		SuiteDigest:   s.Digest(),
-		CasesDigest:   s.CasesDigest(),
-		Mode:          mode,
-		ExpectedCells: len(cells),
-		Groups:        []GroupSummary{},
-		Thresholds:    s.Thresholds,
-	}
-	for i, c := range cells {
-		if results[i] == nil {
-			sum.Missing = append(sum.Missing, c.CellKey)
-		} else {
-			sum.ActualCells++
-		}
-	}
-	sum.Complete = sum.ActualCells == sum.ExpectedCells
-	for _, m := range s.Models {
-		for _, p := range s.Profiles {
-			var idx []int
-			for i, c := range cells {
-				if c.Model == m && c.Profile == p.Name {
-					idx = append(idx, i)
-				}
-			}
-			if len(idx) == 0 {
-				continue
-			}
-			g := aggregate(cells, results, idx)
-			g.Model, g.Profile = m, p.Name
-			sum.Groups = append(sum.Groups, g)
-		}
-	}
-	all := make([]int, len(cells))
+	t := s.newTally(cells, mode, tolerate)
 	for i := range cells {
-		all[i] = i
+		t.add(i, results[i])
 	}
-	sum.Totals = aggregate(cells, results, all)
-	sum.Causes = summarizeCauses(results, len(sum.Missing))
-	sum.Outcome, sum.Reasons = s.verdict(&sum, tolerate)
-	sum.Passed = sum.Outcome == OutcomePassed
-	sum.ErrorsTolerated = tolerate && len(sum.Causes) > 0
-	return sum
+	return t.summary()
 }
 
-func aggregate(cells []Cell, results []*CellResult, idx []int) GroupSummary {
-	g := GroupSummary{Expected: len(idx), CostKnown: true}
-	var scores float64
-	var latencies []*Latency
-	type unit struct{ expected, passed int }
-	units := map[string]*unit{} // a case within a model × profile, across epochs
-	var order []string
-	for _, i := range idx {
-		c := cells[i]
-		key := c.CaseDef.ID + "\x00" + c.Model + "\x00" + c.Profile
-		u, ok := units[key]
-		if !ok {
-			u = &unit{}
-			units[key] = u
-			order = append(order, key)
-		}
-		u.expected++
-		g.K = max(g.K, c.Epoch)
-		r := results[i]
-		if r == nil {
-			g.Missing++
-			g.CostKnown = false
-			continue
-		}
-		g.Cells++
-		switch r.Status {
-		case StatusPass:
-			g.Passed++
-			u.passed++
-		case StatusError:
-			g.Errors++
-		default:
-			g.Failed++
-		}
-		scores += r.Score
-		g.CostUSD += r.CostUSD
-		g.CostKnown = g.CostKnown && r.CostKnown
-		g.Tokens.Agent.Add(r.Usage.Agent)
-		g.Tokens.Subagents.Add(r.Usage.Subagents)
-		g.Tokens.Grader.Add(r.Usage.Grader)
-		latencies = append(latencies, r.Latency)
+// tally sums up a run's results one cell at a time, in matrix order, so
+// that a summary needs no results in memory: the runner streams them from
+// its results file into it. Adding in matrix order keeps every sum (the
+// scores and costs are floating point) the same however the cells were
+// run — in any order, resumed, or on several machines.
+type tally struct {
+	s        *Suite
+	cells    []Cell
+	sum      Summary
+	tolerate bool
+	groups   []*groupTally // by s.Models × s.Profiles
+	groupOf  map[[2]string]*groupTally
+	all      groupTally
+	causes   map[Cause]int
+	rate     map[string]*RateLimitCount
+}
+
+// groupTally aggregates the cells of one model × profile (or all cells).
+type groupTally struct {
+	g      GroupSummary
+	scores float64
+	// lat holds the model time of each fully timed cell, for the
+	// percentiles; a few bytes per cell, the one part of a summary that
+	// grows with the matrix.
+	lat           []int64
+	first, firsts int64
+	recorded      bool
+	// unit is the case × model × profile being counted across its epochs,
+	// which are adjacent in matrix order.
+	unit                 string
+	unitCells, unitPassed int
+	units, atK, hatK     int
+}
+
+func (s *Suite) newTally(cells []Cell, mode string, tolerate bool) *tally {
+	t := &tally{
+		s: s, cells: cells, tolerate: tolerate, groupOf: map[[2]string]*groupTally{},
+		causes: map[Cause]int{}, rate: map[string]*RateLimitCount{},
+		sum: Summary{
+			SchemaVersion: SchemaVersion,
+			Suite:         s.Name,
+			SuiteDigest:   s.Digest(),
+			CasesDigest:   s.CasesDigest(),
+			Mode:          mode,
+			ExpectedCells: len(cells),
+			Groups:        []GroupSummary{},
+			Thresholds:    s.Thresholds,
+		},
 	}
-	g.Latency = GroupLatencyOf(latencies)
-	if g.Expected > 0 {
-		g.PassRate = float64(g.Passed) / float64(g.Expected)
-		g.MeanScore = scores / float64(g.Expected)
-	}
-	g.CI95 = Wilson(g.Passed, g.Expected)
-	atK, hatK := 0, 0
-	for _, k := range order {
-		u := units[k]
-		if u.passed > 0 {
-			atK++
-		}
-		if u.passed == u.expected {
-			hatK++
+	t.all = newGroupTally("", "")
+	for _, m := range s.Models {
+		for _, p := range s.Profiles {
+			g := newGroupTally(m, p.Name)
+			t.groups = append(t.groups, &g)
+			t.groupOf[[2]string{m, p.Name}] = &g
 		}
 	}
-	if len(order) > 0 {
-		g.PassAtK = float64(atK) / float64(len(order))
-		g.PassHatK = float64(hatK) / float64(len(order))
+	return t
+}
+
+func newGroupTally(model, profile string) groupTally {
+	return groupTally{g: GroupSummary{Model: model, Profile: profile, CostKnown: true}, recorded: true}
+}
+
+// add counts cell i of the tally's cells with its result, nil when it
+// has none; cells must come in matrix order.
+func (t *tally) add(i int, r *CellResult) {
+	c := &t.cells[i]
+	if r == nil {
+		t.sum.Missing = append(t.sum.Missing, c.CellKey)
+	} else {
+		t.sum.ActualCells++
+		if r.Status == StatusError {
+			t.causes[cellCause(r)]++
+		}
+		for _, rl := range r.RateLimits {
+			sum, ok := t.rate[rl.Provider]
+			if !ok {
+				sum = &RateLimitCount{Provider: rl.Provider}
+				t.rate[rl.Provider] = sum
+			}
+			sum.add(rl)
+		}
 	}
-	return g
+	if g, ok := t.groupOf[[2]string{c.Model, c.Profile}]; ok {
+		g.add(c, r)
+	}
+	t.all.add(c, r)
+}
+
+func (g *groupTally) add(c *Cell, r *CellResult) {
+	unit := c.CaseDef.ID + "\x00" + c.Model + "\x00" + c.Profile
+	if unit != g.unit {
+		g.closeUnit()
+		g.unit = unit
+	}
+	g.unitCells++
+	g.g.Expected++
+	g.g.K = max(g.g.K, c.Epoch)
+	if r == nil {
+		g.g.Missing++
+		g.g.CostKnown = false
+		return
+	}
+	g.g.Cells++
+	switch r.Status {
+	case StatusPass:
+		g.g.Passed++
+		g.unitPassed++
+	case StatusError:
+		g.g.Errors++
+	default:
+		g.g.Failed++
+	}
+	g.scores += r.Score
+	g.g.CostUSD += r.CostUSD
+	g.g.CostKnown = g.g.CostKnown && r.CostKnown
+	g.g.Tokens.Agent.Add(r.Usage.Agent)
+	g.g.Tokens.Subagents.Add(r.Usage.Subagents)
+	g.g.Tokens.Grader.Add(r.Usage.Grader)
+	if l := r.Latency; l.Known() {
+		g.lat = append(g.lat, l.ModelMS)
+		g.recorded = g.recorded && l.Recorded
+		if l.FirstEventMS > 0 {
+			g.first += l.FirstEventMS
+			g.firsts++
+		}
+	}
+}
+
+// closeUnit counts the finished case × model × profile for pass@k and pass^k.
+func (g *groupTally) closeUnit() {
+	if g.unitCells == 0 {
+		return
+	}
+	g.units++
+	if g.unitPassed > 0 {
+		g.atK++
+	}
+	if g.unitPassed == g.unitCells {
+		g.hatK++
+	}
+	g.unitCells, g.unitPassed = 0, 0
+}
+
+func (g *groupTally) summary() GroupSummary {
+	g.closeUnit()
+	out := g.g
+	if n := len(g.lat); n > 0 {
+		slices.Sort(g.lat)
+		var sum int64
+		for _, v := range g.lat {
+			sum += v
+		}
+		out.Latency = &GroupLatency{Cells: n, MeanMS: sum / int64(n), P50MS: nearestRank(g.lat, 50), P95MS: nearestRank(g.lat, 95), Recorded: g.recorded}
+		if g.firsts > 0 {
+			out.Latency.FirstEventMS = g.first / g.firsts
+		}
+	}
+	if out.Expected > 0 {
+		out.PassRate = float64(out.Passed) / float64(out.Expected)
+		out.MeanScore = g.scores / float64(out.Expected)
+	}
+	out.CI95 = Wilson(out.Passed, out.Expected)
+	if g.units > 0 {
+		out.PassAtK = float64(g.atK) / float64(g.units)
+		out.PassHatK = float64(g.hatK) / float64(g.units)
+	}
+	return out
+}
+
+// summary judges what was added.
+func (t *tally) summary() Summary {
+	sum := t.sum
+	sum.Complete = sum.ActualCells == sum.ExpectedCells
+	for _, g := range t.groups {
+		if g.g.Expected > 0 {
+			sum.Groups = append(sum.Groups, g.summary())
+		}
+	}
+	sum.Totals = t.all.summary()
+	t.causes[CauseMissing] += len(sum.Missing)
+	for _, c := range causeOrder {
+		if n := t.causes[c]; n > 0 {
+			sum.Causes = append(sum.Causes, CauseCount{Cause: c, Cells: n})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.rate)) {
+		sum.RateLimits = append(sum.RateLimits, *t.rate[name])
+	}
+	sum.Outcome, sum.Reasons = t.s.verdict(&sum, t.tolerate)
+	sum.Passed = sum.Outcome == OutcomePassed
+	sum.ErrorsTolerated = t.tolerate && len(sum.Causes) > 0
+	return sum
 }
 
 // verdict decides the run's outcome. Errored or missing cells decide it
