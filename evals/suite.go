@@ -95,7 +95,7 @@ type Suite struct {
 	// every provider is paused as a whole when it throttles, limit or not.
 	RateLimits map[string]provider.RateLimit
 	Limits     Limits
-	Thresholds          *Thresholds
+	Thresholds *Thresholds
 	// AllowUnused (allow_unused: true) turns a cassette's unplayed
 	// interactions from an error of the cell into a warning; a case may
 	// say otherwise for itself.

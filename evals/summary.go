@@ -77,9 +77,9 @@ type groupTally struct {
 	recorded      bool
 	// unit is the case × model × profile being counted across its epochs,
 	// which are adjacent in matrix order.
-	unit                 string
+	unit                  string
 	unitCells, unitPassed int
-	units, atK, hatK     int
+	units, atK, hatK      int
 }
 
 func (s *Suite) newTally(cells []Cell, mode string, tolerate bool) *tally {
