@@ -145,11 +145,11 @@ func (j *journal) line(i int, buf []byte) ([]byte, error) {
 
 func (j *journal) close() error { return j.f.Close() }
 
-// scanLines calls fn with each complete line of path (numbered from 1,
-// without its newline). A last line without a newline is a write that its
-// process died in: it is left out, since its cell never counted as
-// finished. A missing file has no lines.
-func scanLines(path string, fn func(line int, b []byte) error) error {
+// scanLines calls fn with each complete line of path: its number (from
+// 1), its offset, and its bytes with the newline. A last line without a
+// newline is a write that its process died in: it is left out, since its
+// cell never counted as finished. A missing file has no lines.
+func scanLines(path string, fn func(n int, off int64, line []byte) error) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -159,6 +159,7 @@ func scanLines(path string, fn func(line int, b []byte) error) error {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<16)
+	var off int64
 	for n := 1; ; n++ {
 		b, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -176,10 +177,11 @@ func scanLines(path string, fn func(line int, b []byte) error) error {
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
-		if line := bytes.TrimSpace(b); len(line) > 0 {
-			if err := fn(n, line); err != nil {
+		if len(bytes.TrimSpace(b)) > 0 {
+			if err := fn(n, off, b); err != nil {
 				return err
 			}
 		}
+		off += int64(len(b))
 	}
 }

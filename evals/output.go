@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/dageval/dageval/internal/fileutil"
 )
@@ -142,19 +141,7 @@ func (o *outDir) pruneCells(cells []Cell) error {
 			keep[c.ID+".json"] = true
 		}
 	}
-	entries, err := os.ReadDir(filepath.Join(o.dir, CellsDir))
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasSuffix(name, ".json") && !keep[name] && !e.IsDir() {
-			if err := os.Remove(filepath.Join(o.dir, CellsDir, name)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return pruneExcept(filepath.Join(o.dir, CellsDir), keep)
 }
 
 // writeResults writes results.jsonl: the journal's lines in matrix order,

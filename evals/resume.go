@@ -139,8 +139,8 @@ func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir,
 		os.Remove(tmp)
 		return nil, info, err
 	}
-	keep := func(path string) func(int, []byte) error {
-		return func(n int, b []byte) error {
+	keep := func(path string) func(int, int64, []byte) error {
+		return func(n int, _ int64, b []byte) error {
 			var k struct {
 				CellKey
 				ID     string `json:"id"`
@@ -164,7 +164,7 @@ func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir,
 				return nil
 			}
 			info.Finished++
-			_, err := j.add(i, append(b, '\n'))
+			_, err := j.add(i, b)
 			return err
 		}
 	}
