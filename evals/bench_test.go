@@ -2,17 +2,21 @@ package evals_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,3 +192,135 @@ func benchOut(dir string) string {
 	}
 	return dir
 }
+
+// replaySuite is a tiny agent (one model call, no tools of its own) over
+// cases × epochs cells, replayed from its cassettes.
+func replaySuite(cases, epochs int, mode string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `version: 1
+name: big-replay
+providers: {local: {kind: openai-compatible, base_url: "${DAGEVAL_TEST_URL}/v1", api_key_env: TEST_KEY}}
+agent: {system_prompt: You answer in one word.}
+models: [local:tiny]
+mode: %s
+epochs: %d
+concurrency: 8
+cases:
+`, mode, epochs)
+	for i := range cases {
+		fmt.Fprintf(&b, "  - {id: q%04d, input: \"Say ok.\", checks: [{final_answer: {contains: ok}}]}\n", i)
+	}
+	return b.String()
+}
+
+// BenchmarkReplay100k replays 100 000 cells of a tiny agent (1000 cases ×
+// 100 epochs) in a process of its own, with the results on disk only, and
+// reports its wall time and peak RSS. Goal: peak RSS ≤ 300 MiB, however
+// large the matrix.
+func BenchmarkReplay100k(b *testing.B) {
+	const cases, epochs = 1000, 100
+	benchReplay(b, cases, epochs)
+}
+
+func benchReplay(b *testing.B, cases, epochs int) {
+	dir := b.TempDir()
+	// Record one cell's cassette against a local server.
+	srv := llmserver.NewServer(okModel{})
+	rec := filepath.Join(dir, "rec", "suite.yaml")
+	if err := os.MkdirAll(filepath.Dir(rec), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(rec, []byte(replaySuite(1, 1, "record")), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	s, err := evals.Load(rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rr, err := s.Run(context.Background(), evals.Options{Getenv: urlEnv(srv.URL)})
+	srv.Close()
+	if err != nil || !rr.Summary.Passed {
+		b.Fatalf("recording: %v %v", err, rr.Summary.Reasons)
+	}
+	one := filepath.Join(dir, "rec", "cassettes", "q0000--local-tiny--default--e1.yaml")
+
+	path := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(path, []byte(replaySuite(cases, epochs, "replay")), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "cassettes"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	// Every cell has a cassette of its own, as recorded ones do: the
+	// recording with the cell's name in a comment, gzipped (which replay
+	// reads) to keep the setup's disk use down.
+	data := readFileB(b, one)
+	var zb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zb, gzip.BestSpeed)
+	for c := range cases {
+		for e := 1; e <= epochs; e++ {
+			name := fmt.Sprintf("q%04d--local-tiny--default--e%d.yaml", c, e)
+			zb.Reset()
+			zw.Reset(&zb)
+			zw.Write(data)
+			fmt.Fprintf(zw, "# %s\n", name)
+			if err := zw.Close(); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cassettes", name), zb.Bytes(), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rss int64
+	b.ResetTimer()
+	for b.Loop() {
+		out := b.TempDir()
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+path, "DAGEVAL_EVALS_OUT="+out, "DAGEVAL_TEST_URL=http://127.0.0.1:1")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("the run: %v\n%s", err, msg)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			rss = max(rss, ru.Maxrss*1024) // KiB on Linux
+		}
+		b.StopTimer()
+		var sum evals.Summary
+		if err := json.Unmarshal(readFileB(b, filepath.Join(out, evals.SummaryFile)), &sum); err != nil {
+			b.Fatal(err)
+		}
+		if sum.Totals.Passed != cases*epochs {
+			b.Fatalf("%d of %d cells passed: %v", sum.Totals.Passed, sum.ExpectedCells, sum.Reasons)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+	b.ReportMetric(float64(cases*epochs), "cells")
+	if rss > 300<<20 {
+		b.Errorf("peak RSS %d MiB is over the 300 MiB bound", rss>>20)
+	}
+}
+
+// okModel answers every call with "ok".
+type okModel struct{}
+
+func (okModel) Generate(context.Context, *llm.Request) (*llm.Response, error) {
+	return &llm.Response{Message: llm.Assistant("ok")}, nil
+}
+
+func readFileB(b *testing.B, path string) []byte {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkReplay2k is BenchmarkReplay100k's small sibling, to see the
+// cost per cell quickly.
+func BenchmarkReplay2k(b *testing.B) { benchReplay(b, 100, 20) }
