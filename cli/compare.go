@@ -19,8 +19,9 @@ func init() {
 		name:    "compare",
 		summary: "compare two runs of a suite and gate on a regression under an explicit policy",
 		usage:   "BASE HEAD [--policy powered|significant|strict] [--format table,md,json,html] [-o DIR] [--alpha A] [--tolerance T] [--min-drop D] [--seed N]\n       [--pair BASE_MODEL=HEAD_MODEL]... [--base-agent FILE] [--head-agent FILE] [--base-profile FILE]... [--head-profile FILE]...\n       [--model SPEC | --base-model SPEC --head-model SPEC]",
-		help: `Compares two runs of the same suite (output directories of dageval run,
-their summary.json files, or JSON reports from dageval report --format json).
+		help: `Compares two runs of the same suite (output directories of dageval run or
+dageval merge, their summary.json files, or JSON reports from dageval
+report --format json).
 Cells are paired by case, model, profile and epoch, where a model is
 known by its role: its alias in the suite (models: [{spec: openai:gpt-5,
 alias: primary}]) when it has one, else its spec. A change that swaps a
@@ -189,6 +190,16 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 	head, err := reports.LoadWith(pos[1], lo)
 	if err != nil {
 		return &exitError{code: exitBad, msg: "head: " + err.Error()}
+	}
+	for _, side := range []struct {
+		name string
+		run  *reports.Run
+	}{{"base", base}, {"head", head}} {
+		// A shard's summary is a part of the matrix: compared alone, the
+		// rest of the cells would read as missing.
+		if sh := side.run.Summary.Shard; sh != nil {
+			return &exitError{code: exitBad, msg: fmt.Sprintf("%s: %s is shard %s of a run; merge its shards first (dageval merge OUT SHARD_DIR...) and compare the merged run", side.name, side.run.Source, sh)}
+		}
 	}
 	cmp, err := reports.Compare(base, head, opts)
 	var ie *reports.IncompatibleError

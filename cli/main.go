@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/dageval/dageval/evals"
 )
@@ -79,14 +80,16 @@ func usageError(format string, args ...any) error {
 //	}
 //
 // and `go run ./cmd/evals run suite.yaml` works as dageval run does, with
-// that agent. Without WithContext, an interrupt cancels the command.
+// that agent. Without WithContext, an interrupt (SIGINT) or a SIGTERM —
+// what CI cancellation and Kubernetes send — cancels the command, and a
+// run then writes what it finished, to be resumed.
 func Main(args []string, opts ...Option) int {
 	c := config{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	for _, o := range opts {
 		o(&c)
 	}
 	if c.ctx == nil {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		c.ctx = ctx
 	}

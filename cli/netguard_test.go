@@ -11,8 +11,12 @@ import (
 )
 
 // TestMain fails the run if any test dials a non-loopback address or leaves
-// an obsolete snapshot behind.
+// an obsolete snapshot behind. With DAGEVAL_CLI_CHILD=1 the test binary is
+// the dageval command instead, for the tests that run it as processes.
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(Main(os.Args[1:]))
+	}
 	netguard.Install()
 	code := m.Run()
 	dirty, err := snaps.Clean(m, snaps.CleanOpts{Sort: true})

@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -19,7 +22,7 @@ func init() {
 	register(&command{
 		name:    "run",
 		summary: "run an eval suite and judge it",
-		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--format table,md,json,junit,html|none] [--tolerate-errors] [--quiet]",
+		usage:   "SUITE [--mode M] [--out DIR] [--concurrency N] [--filter EXPR] [--epochs K] [--shard I/N] [--format table,md,json,junit,html|none] [--tolerate-errors] [--quiet]\n       [SUITE] --resume DIR | --retry-errors DIR",
 		help: `Runs an eval suite: every case with every model and profile, each epoch
 times (the cells of the matrix), through the assembled deep agent, with one
 cassette per cell. Each cell is judged by the case's rubric (graded by the
@@ -49,6 +52,19 @@ and the cell's error says so.
 --filter selects cells: terms field=glob or field!=glob separated by commas
 or spaces, fields case, model, profile, epoch, tag; a bare glob is a case.
 
+Big runs: each cell's result is appended to results.partial.jsonl as it
+finishes (fsync'd when the run calls providers), and run.json records how
+the run was started. --resume DIR continues a run that was interrupted
+(SIGINT, SIGTERM), killed or lost its machine: the cells it has results for
+make no provider call, the cells that were in flight run again, and the
+finished files are those of a run nobody stopped. It takes the suite,
+filter, epochs, shard and mode from DIR/run.json (give SUITE when the suite
+is elsewhere now). --retry-errors DIR does the same and runs the errored
+cells again too. --shard I/N runs the I-th of N deterministic parts of the
+matrix, balanced by expected cost (models' prices, graders), into --out;
+dageval merge OUT SHARD_DIR... joins the shards into the run one machine
+would have written. The suite's rate_limits are shared out among the shards.
+
 Every cell passes, fails (the agent's behaviour fell short) or errors (its
 evidence is missing or broken: a replay miss, an unreadable cassette, a
 provider error or stall, a grader error; results.jsonl names the cause).
@@ -77,13 +93,15 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	format := fs.String("format", "table", "reports: table and md are printed, json, junit and html are written to --out as report.*; none prints nothing (comma-separated)")
 	tolerate := fs.Bool("tolerate-errors", false, "let errored cells count as failures instead of making the run errored (exit 2)")
 	quiet := fs.Bool("quiet", false, "print no progress and no report: only warnings and why the run did not pass (the files are written)")
+	shardFlag := fs.String("shard", "", "run the I-th of N parts of the matrix, as I/N (e.g. 2/4); join the parts with dageval merge")
+	resume := fs.String("resume", "", "continue the run in `DIR`: its finished cells are kept, the others run")
+	retry := fs.String("retry-errors", "", "continue the run in `DIR` as --resume does, running its errored cells again too")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageError("want exactly one suite file, got %d arguments", len(pos))
-	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	formats, err := parseRunFormats(*format)
 	if err != nil {
 		return usageError("%v", err)
@@ -91,8 +109,62 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if *conc < 0 || *epochs < 0 {
 		return usageError("--concurrency and --epochs must not be negative")
 	}
+	var shard evals.Shard
+	if *shardFlag != "" {
+		if shard, err = evals.ParseShard(*shardFlag); err != nil {
+			return usageError("--shard: %v", err)
+		}
+	}
+	resumeDir := *resume
+	switch {
+	case *resume != "" && *retry != "":
+		return usageError("give --resume DIR or --retry-errors DIR, not both")
+	case *retry != "":
+		resumeDir = *retry
+	}
+	suitePath := ""
+	if resumeDir != "" {
+		// A resumed run is the run in DIR, as it was started.
+		if set["out"] && filepath.Clean(*out) != filepath.Clean(resumeDir) {
+			return usageError("--resume and --retry-errors write into DIR; leave out --out")
+		}
+		if len(pos) > 1 {
+			return usageError("want at most one suite file with --resume or --retry-errors, got %d arguments", len(pos))
+		}
+		m, err := evals.ReadManifest(resumeDir)
+		if err != nil {
+			return &exitError{code: exitBad, msg: err.Error()}
+		}
+		suitePath = m.Suite
+		if len(pos) == 1 {
+			suitePath = pos[0]
+		}
+		if !set["filter"] {
+			*filter = m.Filter
+		}
+		if !set["epochs"] {
+			*epochs = m.Epochs
+		}
+		if !set["shard"] && m.Shard != nil {
+			shard = *m.Shard
+		}
+		if !set["mode"] {
+			*mode = m.Mode
+		}
+		*tolerate = *tolerate || m.TolerateErrors
+		*out = resumeDir
+	} else {
+		if len(pos) != 1 {
+			return usageError("want exactly one suite file, got %d arguments", len(pos))
+		}
+		suitePath = pos[0]
+	}
 	opts := evals.Options{
-		OutDir: *out, Concurrency: *conc, Filter: *filter, Epochs: *epochs,
+		OutDir: *out, Concurrency: *conc, Filter: *filter, Epochs: *epochs, Shard: shard,
+		Resume: *resume != "", RetryErrors: *retry != "",
+		// The reports are read back from --out, which holds a resumed
+		// run's earlier cells too, so nothing is kept in memory.
+		ResultsOnDisk:  true,
 		Getenv:         e.getenv,
 		Progress:       e.stderr,
 		TolerateErrors: *tolerate,
@@ -112,12 +184,20 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		opts.ProgressBar = true
 		opts.ProgressWidth = terminal(e, e.stderr).Width
 	}
-	suite, err := e.reg.Load(pos[0])
+	suite, err := e.reg.Load(suitePath)
 	if err != nil {
+		if resumeDir != "" && errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w (named by %s; give the suite file: dageval run SUITE --resume %s)", err, filepath.Join(resumeDir, evals.ManifestFile), resumeDir)
+		}
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
 	for _, w := range suite.Warnings {
 		fmt.Fprintf(e.stderr, "dageval run: warning: %s\n", w)
+	}
+	if resumeDir == "" {
+		if _, err := os.Stat(filepath.Join(*out, evals.PartialResultsFile)); err == nil {
+			fmt.Fprintf(e.stderr, "dageval run: note: %s holds an unfinished run; starting over (dageval run --resume %s continues it instead)\n", *out, *out)
+		}
 	}
 	rr, err := suite.Run(ctx, opts)
 	if rr == nil {
@@ -126,31 +206,51 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if strings.HasPrefix(rr.ModeReason, "CI=") || strings.HasPrefix(rr.ModeReason, "DAGEVAL_RECORD=") {
 		fmt.Fprintf(e.stderr, "dageval run: mode %s: %s\n", rr.Mode, rr.ModeReason)
 	}
-	for _, r := range rr.Results {
+	run := reports.NewRun(rr.Summary, nil, nil)
+	if loaded, lerr := reports.LoadWith(*out, reports.LoadOptions{SkipDetails: !slices.Contains(formats, reports.FormatHTML)}); lerr == nil {
+		run = loaded
+	} else if err == nil {
+		err = lerr
+	}
+	for _, r := range run.Results {
 		for _, w := range r.Warnings {
 			fmt.Fprintf(e.stderr, "dageval run: warning: %s: %s\n", r.ID, w)
 		}
 	}
+	printRateLimits(e.stderr, "run", rr.Summary)
 	show := io.Writer(e.stdout)
 	if *quiet {
 		show = io.Discard
 	}
-	if rerr := renderRun(show, *out, rr, formats, terminal(e, e.stdout)); rerr != nil && err == nil {
+	if rerr := renderRun(show, *out, run, formats, terminal(e, e.stdout)); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
-			return &exitError{code: exitBad, msg: fmt.Sprintf("interrupted: %d of %d cells finished; the partial results are in %s", rr.Summary.ActualCells, rr.Summary.ExpectedCells, *out)}
+			return &exitError{code: exitBad, msg: fmt.Sprintf("interrupted: %d of %d cells finished; the results so far are in %s (dageval run --resume %s continues the run)", rr.Summary.ActualCells, rr.Summary.ExpectedCells, *out, *out)}
 		}
 		return &exitError{code: exitBad, msg: err.Error()}
 	}
-	switch rr.Summary.RunOutcome() {
+	return runVerdict(suite.Name, rr.Summary)
+}
+
+// runVerdict is the exit of a run (or merge) with this summary.
+func runVerdict(suite string, sum evals.Summary) error {
+	switch sum.RunOutcome() {
 	case evals.OutcomePassed:
 		return nil
 	case evals.OutcomeErrored:
-		return &exitError{code: exitBad, msg: fmt.Sprintf("suite %s cannot be judged: %s", suite.Name, strings.Join(rr.Summary.Reasons, "; "))}
+		return &exitError{code: exitBad, msg: fmt.Sprintf("suite %s cannot be judged: %s", suite, strings.Join(sum.Reasons, "; "))}
 	}
-	return failures("suite %s does not pass: %s", suite.Name, strings.Join(rr.Summary.Reasons, "; "))
+	return failures("suite %s does not pass: %s", suite, strings.Join(sum.Reasons, "; "))
+}
+
+// printRateLimits says what the run's rate limiters did, when they did
+// anything: the waits are the run's, the summary counts them.
+func printRateLimits(w io.Writer, cmd string, sum evals.Summary) {
+	for _, rl := range sum.RateLimits {
+		fmt.Fprintf(w, "dageval %s: rate limits: %s throttled %d calls; %d calls waited %.1fs in all\n", cmd, rl.Provider, rl.Throttled, rl.Waits, float64(rl.WaitMS)/1000)
+	}
 }
 
 // onceHandler logs each distinct message once: every cell assembles its
@@ -199,10 +299,10 @@ func parseRunFormats(s string) ([]reports.Format, error) {
 
 // renderRun prints the table and markdown reports asked for, writes the
 // other formats (json, junit, html) into the output directory as report.*,
-// and always writes summary.md there. It renders the run from memory,
-// transcripts included, rather than reading back the files it just wrote.
-func renderRun(w io.Writer, outDir string, rr *evals.RunResult, formats []reports.Format, o reports.TextOptions) error {
-	run := reports.NewRun(rr.Summary, rr.Results, rr.Details)
+// and always writes summary.md there. It renders the run as read back from
+// the output directory, so that a resumed or merged run reports exactly
+// as one that ran in one go, and a big run needs no results in memory.
+func renderRun(w io.Writer, outDir string, run *reports.Run, formats []reports.Format, o reports.TextOptions) error {
 	if outDir != "" {
 		if _, err := reports.WriteFiles(run, []reports.Format{reports.FormatMD}, filepath.Join(outDir, evals.SummaryMarkdownFile)); err != nil {
 			return err
