@@ -349,7 +349,9 @@ func TestShardsMergeIntoOneRun(t *testing.T) {
 		sh := evals.Shard{Index: i, Count: 4}
 		o := evals.Options{OutDir: dir, Getenv: env, Shard: sh}
 		if i == 2 {
-			// Interrupted after two cells, as SIGTERM does, then resumed.
+			// Interrupted after two cells, as SIGTERM does, then resumed;
+			// one cell at a time, so that no other cell finishes meanwhile.
+			o.Concurrency = 1
 			ctx, cancel := context.WithCancel(t.Context())
 			n := 0
 			o.OnCell = func(evals.CellResult) {
@@ -362,7 +364,7 @@ func TestShardsMergeIntoOneRun(t *testing.T) {
 			require.NotNil(t, rr)
 			assert.Equal(t, &sh, rr.Summary.Shard)
 			assert.False(t, rr.Summary.Complete)
-			o.OnCell, o.Resume = nil, true
+			o.OnCell, o.Resume, o.Concurrency = nil, true, 0
 		}
 		rr, err := s.Run(t.Context(), o)
 		require.NoError(t, err)
