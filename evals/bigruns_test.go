@@ -645,3 +645,21 @@ func TestRateLimitPausesEveryCell(t *testing.T) {
 	assert.Contains(t, progress.String(), "rate limit: local asked to retry after 2s; every call to local pauses for 2s")
 	assert.Contains(t, progress.String(), "waiting for rate limits)")
 }
+
+func TestRateLimitsInTheSuite(t *testing.T) {
+	s, err := evals.Load(writeSuite(t, map[string]string{"suite.yaml": cellsSuite(1, "rate_limits: {local: {requests_per_minute: 50, tokens_per_minute: 40000}}\n")}))
+	require.NoError(t, err)
+	assert.Equal(t, 50.0, s.RateLimits["local"].RequestsPerMinute)
+	assert.Equal(t, 40000.0, s.RateLimits["local"].TokensPerMinute)
+	for _, tt := range []struct{ yaml, err string }{
+		{"rate_limits: {nope: {requests_per_minute: 1}}\n", `rate_limits.nope: unknown provider "nope"`},
+		{"rate_limits: {local: {requests_per_minute: -1}}\n", "rate_limits.local.requests_per_minute: requests_per_minute must be a positive number, got -1"},
+		{"rate_limits: {local: {}}\n", "rate_limits.local: give requests_per_minute, tokens_per_minute or both"},
+		{"rate_limits: {local: {rpm: 3}}\n", "rpm"},
+	} {
+		_, err := evals.Load(writeSuite(t, map[string]string{"suite.yaml": cellsSuite(1, tt.yaml)}))
+		require.Error(t, err, tt.yaml)
+		assert.Contains(t, err.Error(), tt.err)
+		assert.Regexp(t, `suite\.yaml:1[0-9]:\d+: `, err.Error(), "the error is at its line")
+	}
+}

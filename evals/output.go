@@ -132,8 +132,8 @@ func writeCellFile(dir, name string, data []byte, durable bool) error {
 	return err
 }
 
-// pruneCells removes the cell files (and leftover temporary files) of
-// cells that have no result line.
+// pruneCells removes the cell files of cells that have no result line:
+// an earlier run's, and those of cells that were in flight.
 func (o *outDir) pruneCells(cells []Cell) error {
 	keep := make(map[string]bool)
 	for i, c := range cells {
