@@ -22,6 +22,7 @@ import (
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/reports"
 )
 
 // childEnv makes the test binary the dageval command (see TestMain).
@@ -224,10 +225,8 @@ func TestShardsOnFourProcesses(t *testing.T) {
 	code, _, errOut = dageval(t, dir, srv3.URL, "run", "suite.yaml", "--out", "one", "--format", "none")
 	require.Equal(t, 0, code, errOut)
 	sameRunFiles(t, filepath.Join(dir, "one"), filepath.Join(dir, "merged"))
-	for _, f := range []string{"json", "md"} {
-		_, a, _ := dageval(t, dir, "", "report", "one", "--format", f)
-		_, b, _ := dageval(t, dir, "", "report", "merged", "--format", f)
-		assert.Equal(t, withoutLatency(a), withoutLatency(b), "the %s report", f)
+	for _, f := range []reports.Format{reports.FormatJSON, reports.FormatMD, reports.FormatTable} {
+		assert.Equal(t, withoutLatency(rendered(t, filepath.Join(dir, "one"), f)), withoutLatency(rendered(t, filepath.Join(dir, "merged"), f)), "the %s report", f)
 	}
 	assert.Equal(t, withoutLatency(readString(t, filepath.Join(dir, "one", evals.SummaryMarkdownFile))), withoutLatency(readString(t, filepath.Join(dir, "merged", evals.SummaryMarkdownFile))))
 
@@ -263,6 +262,16 @@ func ignoreExit(err error) error {
 	return err
 }
 
+// rendered is the report dageval report renders of the run in dir.
+func rendered(t *testing.T, dir string, f reports.Format) string {
+	t.Helper()
+	run, err := reports.Load(dir)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, reports.Render(&b, run, f))
+	return b.String()
+}
+
 func readString(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -270,11 +279,17 @@ func readString(t *testing.T, path string) string {
 	return string(b)
 }
 
-// latencyText matches what live calls measure in a report: durations and
+// latencyText matches what live calls measure in a report, durations and
 // latencies, which differ from one run to the next.
 var latencyText = regexp.MustCompile(`"(duration_ms|mean_ms|p50_ms|p95_ms|model_ms|first_event_ms)": ?\d+|\d+(\.\d+)? ?(ms|s)\b`)
 
-func withoutLatency(s string) string { return latencyText.ReplaceAllString(s, "…") }
+// withoutLatency replaces them, and the padding their widths give a table.
+func withoutLatency(s string) string {
+	s = latencyText.ReplaceAllString(s, "…")
+	return rules.ReplaceAllString(spaces.ReplaceAllString(s, " "), "-")
+}
+
+var spaces, rules = regexp.MustCompile(` +`), regexp.MustCompile(`-+`)
 
 // sameRunFiles checks that two output directories hold the same run, apart
 // from durations and latencies.
