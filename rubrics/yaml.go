@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/dageval/dageval/internal/yamlx"
 )
@@ -23,7 +22,7 @@ type FieldError = yamlx.Error
 // ParseYAML parses a single-document YAML source into its root node, with
 // syntax errors reported as *FieldError. An empty document is an error.
 func ParseYAML(file string, src []byte) (ast.Node, error) {
-	f, err := parser.ParseBytes(src, 0)
+	f, err := yamlx.ParseFile(file, src)
 	if err != nil {
 		return nil, yamlx.FromError(file, err)
 	}

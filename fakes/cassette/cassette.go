@@ -23,6 +23,7 @@ import (
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 
 	"github.com/dageval/dageval/internal/fileutil"
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // Cassette is a go-vcr v4 cassette (format version 2) as dageval reads and
@@ -137,12 +138,16 @@ func (c *Cassette) line(i int) int {
 
 // ParseError is a cassette that cannot be read, with the line at fault.
 type ParseError struct {
-	File string
-	Line int // 0 when unknown
-	Msg  string
+	File   string
+	Line   int // 0 when unknown
+	Column int // 0 when unknown
+	Msg    string
 }
 
 func (e *ParseError) Error() string {
+	if e.Line > 0 && e.Column > 0 {
+		return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Line, e.Column, e.Msg)
+	}
 	if e.Line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
 	}
@@ -161,12 +166,31 @@ func asParseError(file string, err error) *ParseError {
 	if errors.As(err, &pe) {
 		return pe
 	}
+	var ye *yamlx.Error
+	if errors.As(err, &ye) {
+		return &ParseError{File: file, Line: ye.Line, Column: ye.Column, Msg: ye.Msg}
+	}
 	msg := strings.TrimPrefix(err.Error(), file+": ")
 	line := 0
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 	}
 	return &ParseError{File: file, Line: line, Msg: msg}
+}
+
+// loadNode parses a cassette's YAML into its node tree within the cassette
+// limits (yamlx.CassetteLimits: size, depth, aliases), so that a small
+// hostile file is refused before it is expanded.
+func loadNode(name string, data []byte) (*yaml.Node, error) {
+	lim, err := yamlx.CassetteLimits()
+	if err != nil {
+		return nil, &ParseError{File: name, Msg: err.Error()}
+	}
+	doc, err := yamlx.LoadNode(name, data, lim, yamlx.EnvCassetteMaxBytes)
+	if err != nil {
+		return nil, asParseError(name, err)
+	}
+	return doc, nil
 }
 
 // Read reads a go-vcr cassette file (plain or gzip-compressed).
@@ -180,11 +204,10 @@ func Read(path string) (*Cassette, error) {
 
 // Parse parses go-vcr cassette YAML; name labels errors.
 func Parse(name string, data []byte) (*Cassette, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
+	root, err := loadNode(name, data)
+	if err != nil {
+		return nil, err
 	}
-	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
 	}

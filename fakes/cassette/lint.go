@@ -83,10 +83,14 @@ func LintFile(path string, opts LintOptions) ([]Problem, error) {
 
 // parseAnyCassette tells vcrpy (version 1) from go-vcr (version 2) files.
 func parseAnyCassette(path string, data []byte) (*Cassette, error) {
-	var probe struct {
-		Version any `yaml:"version"`
+	root, err := loadNode(path, data)
+	if err != nil {
+		return nil, err
 	}
-	if err := yaml.Unmarshal(data, &probe); err == nil && fmt.Sprint(probe.Version) == "1" {
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if v := mappingValue(root, "version"); v != nil && v.Kind == yaml.ScalarNode && v.Value == "1" {
 		return parseVCRPy(path, data, false)
 	}
 	return Parse(path, data)

@@ -48,11 +48,10 @@ func ImportVCRPy(name string, data []byte) (*Cassette, error) {
 // parseVCRPy converts without redacting when redact is false, which is how
 // lint sees what a vcrpy file really holds.
 func parseVCRPy(name string, data []byte, redact bool) (*Cassette, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, asParseError(name, fmt.Errorf("%s: %w", name, err))
+	root, err := loadNode(name, data)
+	if err != nil {
+		return nil, err
 	}
-	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/dageval/dageval/internal/yamlx"
 )
@@ -26,7 +25,7 @@ func LoadConfigFile(path string) (*Config, error) {
 // ParseConfig reads a profile document; file names it in errors. An empty
 // document is an empty config.
 func ParseConfig(file string, data []byte) (*Config, error) {
-	f, err := parser.ParseBytes(data, 0)
+	f, err := yamlx.ParseFile(file, data)
 	if err != nil {
 		se := yamlx.FromError(file, err)
 		return nil, &ConfigError{File: file, Line: se.Line, Column: se.Column, Err: fmt.Errorf("%w: %s", errConfigSyntax, se.Msg)}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 )
 
@@ -69,9 +68,9 @@ func ReadFile(path string) (*Doc, error) {
 
 // Parse parses one YAML document; file names it in errors.
 func Parse(file string, data []byte) (*Doc, error) {
-	f, err := parser.ParseBytes(data, 0)
+	f, err := ParseFile(file, data)
 	if err != nil {
-		return nil, wrap(file, err, nil)
+		return nil, err
 	}
 	d := &Doc{File: file, paths: map[string]*token.Position{}, byPos: map[[2]int]string{}}
 	for _, doc := range f.Docs {
