@@ -3,11 +3,16 @@ package evals
 import (
 	"errors"
 	"fmt"
+	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dageval/dageval/harness/agent"
+	"github.com/dageval/dageval/harness/middleware"
 )
 
 // Cell is one run of the matrix: a case with a model, a profile and an epoch.
@@ -45,6 +50,9 @@ func (s *Suite) Cells(filter string, epochs int) ([]Cell, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkMatrix(epochs); err != nil {
+		return nil, err
+	}
 	var out []Cell
 	ids := map[string]CellKey{}
 	for _, c := range s.Cases {
@@ -78,6 +86,115 @@ func (s *Suite) Cells(filter string, epochs int) ([]Cell, error) {
 		return nil, fmt.Errorf("the filter %q selects no cells", filter)
 	}
 	return out, nil
+}
+
+// The matrix limits: a run beyond them is a typo (epochs: 2000000000)
+// or a hostile suite, and expanding it would exhaust memory before the
+// first cell ran. The environment raises them.
+const (
+	DefaultMaxCells      = 100_000
+	DefaultMaxModelCalls = 10_000_000
+	EnvMaxCells          = "DAGEVAL_MAX_CELLS"
+	EnvMaxModelCalls     = "DAGEVAL_MAX_MODEL_CALLS"
+)
+
+// matrixLimit is a limit from the environment, or its default.
+func matrixLimit(env string, def int64) (int64, error) {
+	v := strings.TrimSpace(os.Getenv(env))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("%s=%q: want a positive whole number", env, v)
+	}
+	return n, nil
+}
+
+// mulCap multiplies without overflowing: past limit the exact number no
+// longer matters, only that it is past.
+func mulCap(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// checkMatrix counts the cells and the most model calls they can make
+// (each cell's max_steps, plus the grader's iterations for a case with a
+// rubric) before any cell is made, and refuses a matrix beyond the limits
+// with the number it would have been. The count is of the whole matrix,
+// before a filter selects from it.
+func (s *Suite) checkMatrix(epochs int) error {
+	maxCells, err := matrixLimit(EnvMaxCells, DefaultMaxCells)
+	if err != nil {
+		return err
+	}
+	maxCalls, err := matrixLimit(EnvMaxModelCalls, DefaultMaxModelCalls)
+	if err != nil {
+		return err
+	}
+	steps := int64(s.Limits.MaxSteps)
+	if steps <= 0 {
+		steps = agent.DefaultRecursionLimit
+	}
+	grades := int64(0)
+	if s.Grader != nil {
+		grades = int64(s.Grader.MaxIterations)
+	}
+	if grades <= 0 {
+		grades = middleware.DefaultRubricMaxIterations
+	}
+	var cells, calls, most int64
+	var biggest *Case
+	for _, c := range s.Cases {
+		n := int64(c.Epochs)
+		if epochs > 0 {
+			n = int64(epochs)
+		}
+		cc := mulCap(int64(len(c.models(s))*len(s.Profiles)), n)
+		cells = min(cells+cc, math.MaxInt64/2)
+		if cc > most {
+			most, biggest = cc, c
+		}
+		per := steps
+		if c.Rubric != nil {
+			per += grades
+		}
+		calls = min(calls+mulCap(cc, per), math.MaxInt64/2)
+	}
+	where := func(format string, args ...any) error {
+		if epochs > 0 {
+			return fmt.Errorf("--epochs %d: "+format, append([]any{epochs}, args...)...)
+		}
+		if biggest != nil && biggest.Epochs != s.Epochs {
+			// The case's own epochs make the matrix big.
+			return s.caseErr(biggest, "epochs", format, args...)
+		}
+		if s.doc != nil && s.doc.Has("epochs") {
+			return s.errAt("epochs", format, args...)
+		}
+		return s.errAt("cases", format, args...)
+	}
+	if cells > maxCells {
+		return where("the matrix would have %s cells (cases × models × profiles × epochs), which exceeds the limit of %s cells (set %s to raise it)", count(cells), count(maxCells), EnvMaxCells)
+	}
+	if calls > maxCalls {
+		return where("the matrix's %s cells could make %s model calls (max_steps %d a cell, plus the grader's %d for a case with a rubric), which exceeds the limit of %s (set %s to raise it)", count(cells), count(calls), steps, grades, count(maxCalls), EnvMaxModelCalls)
+	}
+	return nil
+}
+
+// count writes a big number readably; MaxInt64/2 stands for "beyond int64".
+func count(n int64) string {
+	if n >= math.MaxInt64/2 {
+		return "more than 2^62"
+	}
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // filter selects cells. It is a list of terms separated by commas or

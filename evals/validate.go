@@ -519,7 +519,7 @@ func parseCassette(path string) *yamlx.Error {
 	case err == nil:
 		return nil
 	case errors.As(err, &pe):
-		return &yamlx.Error{File: pe.File, Line: max(pe.Line, 1), Msg: pe.Msg}
+		return &yamlx.Error{File: pe.File, Line: max(pe.Line, 1), Column: pe.Column, Msg: pe.Msg}
 	}
 	return &yamlx.Error{File: path, Line: 1, Msg: err.Error()}
 }
