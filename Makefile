@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test test-browser vet demo bench fmt snapshots build
+.PHONY: test test-browser vet demo bench fmt snapshots build fuzz
 
 ## test: vet and the race-enabled test suite (what CI runs)
 test: vet
@@ -13,6 +13,24 @@ test-browser:
 	$(GO) vet -tags browser ./reports/
 	rm -rf browser-out && mkdir -p browser-out
 	chromium="$$(scripts/ensure-chromium.sh)" && DAGEVAL_CHROMIUM="$$chromium" $(GO) test -tags browser -race -count=1 -run Browser ./reports/ -artifacts -outputdir "$(CURDIR)/browser-out"
+
+## fuzz: run each fuzz target for FUZZTIME (10s), one after another (go test fuzzes one target per run);
+## a crasher is saved under the package's testdata/fuzz and from then on runs in make test
+FUZZTIME ?= 10s
+FUZZ_TARGETS := \
+	./evals:FuzzParseSuite \
+	./harness/agentfile:FuzzParseAgentFile \
+	./rubrics:FuzzParseRubric \
+	./harness/profile:FuzzParseConfig \
+	./fakes/cassette:FuzzParseCassette \
+	./fakes/cassette:FuzzImportVCRPy \
+	./harness/middleware:FuzzRenderTranscript
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime=$(FUZZTIME); \
+	done
 
 vet:
 	$(GO) vet $(PKGS)

@@ -254,11 +254,11 @@ type rawSuite struct {
 	Stream              *bool                     `yaml:"stream"`
 	Profiles            []rawProfile              `yaml:"profiles"`
 	Grader              *rawGrader                `yaml:"grader"`
-	Epochs              *int                      `yaml:"epochs"`
+	Epochs              *yamlx.Int                `yaml:"epochs"`
 	Mode                string                    `yaml:"mode"`
 	Match               string                    `yaml:"match"`
 	Cassettes           string                    `yaml:"cassettes"`
-	Concurrency         *int                      `yaml:"concurrency"`
+	Concurrency         *yamlx.Int                `yaml:"concurrency"`
 	ProviderConcurrency map[string]int            `yaml:"provider_concurrency"`
 	RateLimits          map[string]rawRateLimit   `yaml:"rate_limits"`
 	Limits              *rawLimits                `yaml:"limits"`
@@ -277,10 +277,10 @@ type rawProfile struct {
 }
 
 type rawGrader struct {
-	Model         string   `yaml:"model"`
-	MaxIterations *int     `yaml:"max_iterations"`
-	Temperature   *float64 `yaml:"temperature"`
-	Seed          *int64   `yaml:"seed"`
+	Model         string     `yaml:"model"`
+	MaxIterations *yamlx.Int `yaml:"max_iterations"`
+	Temperature   *float64   `yaml:"temperature"`
+	Seed          *int64     `yaml:"seed"`
 }
 
 type rawRateLimit struct {
@@ -289,11 +289,11 @@ type rawRateLimit struct {
 }
 
 type rawLimits struct {
-	MaxSteps        *int     `yaml:"max_steps"`
-	Timeout         string   `yaml:"timeout"`
-	MaxCostUSD      *float64 `yaml:"max_cost_usd"`
-	ProviderTimeout string   `yaml:"provider_timeout"`
-	ProviderRetries *int     `yaml:"provider_retries"`
+	MaxSteps        *yamlx.Int `yaml:"max_steps"`
+	Timeout         string     `yaml:"timeout"`
+	MaxCostUSD      *float64   `yaml:"max_cost_usd"`
+	ProviderTimeout string     `yaml:"provider_timeout"`
+	ProviderRetries *yamlx.Int `yaml:"provider_retries"`
 }
 
 type rawCase struct {
@@ -303,7 +303,7 @@ type rawCase struct {
 	Tools       map[string]rawTool `yaml:"tools"`
 	Rubric      node               `yaml:"rubric"`
 	Checks      node               `yaml:"checks"`
-	Epochs      *int               `yaml:"epochs"`
+	Epochs      *yamlx.Int         `yaml:"epochs"`
 	Tags        []string           `yaml:"tags"`
 	Models      []string           `yaml:"models"`
 	Cassette    string             `yaml:"cassette"`
@@ -469,7 +469,7 @@ func (p *parser) suite(raw *rawSuite) {
 		if *raw.Epochs < 1 {
 			p.fail(p.errAt("epochs", "epochs must be at least 1, got %d", *raw.Epochs))
 		} else {
-			s.Epochs = *raw.Epochs
+			s.Epochs = int(*raw.Epochs)
 		}
 	}
 	s.Mode = recorder.ModeReplay
@@ -496,7 +496,7 @@ func (p *parser) suite(raw *rawSuite) {
 		if *raw.Concurrency < 1 {
 			p.fail(p.errAt("concurrency", "concurrency must be at least 1, got %d", *raw.Concurrency))
 		} else {
-			s.Concurrency = *raw.Concurrency
+			s.Concurrency = int(*raw.Concurrency)
 		}
 	}
 	s.ProviderConcurrency = map[string]int{}
@@ -901,7 +901,7 @@ func (p *parser) limits(raw *rawLimits) error {
 		if *raw.MaxSteps < 1 {
 			return p.errAt("limits.max_steps", "max_steps must be at least 1, got %d", *raw.MaxSteps)
 		}
-		l.MaxSteps = *raw.MaxSteps
+		l.MaxSteps = int(*raw.MaxSteps)
 	}
 	if raw.Timeout != "" {
 		d, err := time.ParseDuration(raw.Timeout)
@@ -927,7 +927,7 @@ func (p *parser) limits(raw *rawLimits) error {
 		if *raw.ProviderRetries < 0 {
 			return p.errAt("limits.provider_retries", "provider_retries must not be negative, got %d", *raw.ProviderRetries)
 		}
-		n := *raw.ProviderRetries
+		n := int(*raw.ProviderRetries)
 		l.ProviderRetries = &n
 	}
 	return nil
@@ -1122,7 +1122,7 @@ func (p *parser) caseFrom(rc *rawCase, at string, index int) (*Case, error) {
 		if *rc.Epochs < 1 {
 			return nil, p.errAt(sub(at, "epochs"), "epochs must be at least 1, got %d", *rc.Epochs)
 		}
-		c.Epochs = *rc.Epochs
+		c.Epochs = int(*rc.Epochs)
 	}
 	for j, m := range rc.Models {
 		for spec, alias := range p.s.Aliases {
@@ -1213,7 +1213,7 @@ func (p *parser) grader(raw *rawGrader) error {
 		if *raw.MaxIterations < 1 {
 			return p.errAt("grader.max_iterations", "max_iterations must be at least 1, got %d", *raw.MaxIterations)
 		}
-		g.MaxIterations = *raw.MaxIterations
+		g.MaxIterations = int(*raw.MaxIterations)
 	}
 	if t := raw.Temperature; t != nil && !(*t >= 0 && *t <= 2) {
 		return p.errAt("grader.temperature", "temperature must be between 0 and 2, got %v", *t)

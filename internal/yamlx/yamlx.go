@@ -4,6 +4,7 @@ package yamlx
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -323,4 +324,43 @@ func Kind(n ast.Node) string {
 		return "an alias to an unknown anchor"
 	}
 	return n.Type().String()
+}
+
+// Int is a whole number in a YAML file. go-yaml would truncate 2.9 to 2
+// and 0.5 to 0 (and then report "got 0"); Int refuses both with what the
+// file says.
+type Int int
+
+// UnmarshalYAML accepts integers only.
+func (i *Int) UnmarshalYAML(n ast.Node) error {
+	if a, ok := n.(*ast.AnchorNode); ok {
+		n = a.Value
+	}
+	if t, ok := n.(*ast.TagNode); ok {
+		n = t.Value
+	}
+	in, ok := n.(*ast.IntegerNode)
+	if !ok {
+		what := Kind(n)
+		switch n.(type) {
+		case *ast.FloatNode, *ast.InfinityNode, *ast.NanNode, *ast.StringNode:
+			what = strconv.Quote(n.GetToken().Value)
+			if _, isStr := n.(*ast.StringNode); !isStr {
+				what = n.GetToken().Value
+			}
+		}
+		return NodeError(n, "want a whole number, got %s", what)
+	}
+	switch v := in.Value.(type) {
+	case int64:
+		if v > math.MaxInt32 || v < math.MinInt32 {
+			return NodeError(n, "%d is out of range", v)
+		}
+		*i = Int(v)
+	case uint64:
+		return NodeError(n, "%d is out of range", v)
+	default:
+		return NodeError(n, "want a whole number, got %s", in.GetToken().Value)
+	}
+	return nil
 }
