@@ -3,6 +3,7 @@ package rubrics
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/dageval/dageval/internal/yamlx"
 )
@@ -253,7 +255,24 @@ func (d *decoder) float(n ast.Node, key string) (float64, error) {
 			return float64(x), nil
 		}
 	case *ast.FloatNode:
+		if math.IsInf(v.Value, 0) || math.IsNaN(v.Value) {
+			return 0, d.errf(n, key, "want a finite number, got %s", v.GetToken().Value)
+		}
 		return v.Value, nil
+	case *ast.InfinityNode, *ast.NanNode:
+		return 0, d.errf(n, key, "want a finite number, got %s", v.GetToken().Value)
+	case *ast.StringNode:
+		// go-yaml leaves some plain numbers as strings (1e308); a quoted
+		// string stays a string.
+		if tk := v.GetToken(); tk != nil && tk.Type == token.StringType {
+			f, err := strconv.ParseFloat(v.Value, 64)
+			if err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+				return f, nil
+			}
+			if errors.Is(err, strconv.ErrRange) {
+				return 0, d.errf(n, key, "want a finite number, got %s (out of range)", v.Value)
+			}
+		}
 	}
 	return 0, d.errf(n, key, "want a number, got %s", yamlx.Kind(d.resolve(n)))
 }
