@@ -45,3 +45,34 @@ func TestSuiteWithByteOrderMark(t *testing.T) {
 	_, err := evals.ValidateFile(t.Context(), path, evals.Options{Mode: "live"})
 	require.NoError(t, err)
 }
+
+// Names holding bidirectional control characters read differently on
+// screen from what they are, and are refused: seeded file names, tool
+// names, models, case ids and profile names.
+func TestSuiteNamesWithBidiControls(t *testing.T) {
+	rlo := "\u202e"
+	tests := []struct{ name, body, want string }{
+		{"file name", "cases:\n  - {id: a, input: hi, files: {\"/notes/" + rlo + "dm.exe\": x}}\n", "cases[0].files: file path \"/notes/\\u202edm.exe\" holds the bidirectional control character U+202E"},
+		{"tool name", "tools: {\"t" + rlo + "x\": {mock: {result: x}}}\ncases:\n  - {id: a, input: hi}\n", "holds the bidirectional control character U+202E"},
+		{"case id", "cases:\n  - {id: \"a" + rlo + "b\", input: hi}\n", "cases[0].id:"},
+		{"profile name", "profiles: [{name: \"p\u2066\"}]\ncases:\n  - {id: a, input: hi}\n", "profiles[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeSuite(t, map[string]string{
+				"suite.yaml": hostileSuiteHead + tt.body,
+				"agent.yaml": "name: a\n",
+			})
+			_, err := evals.ValidateFile(t.Context(), path, evals.Options{Mode: "live"})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+	path := writeSuite(t, map[string]string{
+		"suite.yaml": strings.Replace(hostileSuiteHead, "[anthropic:claude-sonnet-4-6]", "[\"anthropic:claude-sonnet-4-6\u200f\"]", 1) + "cases:\n  - {id: a, input: hi}\n",
+		"agent.yaml": "name: a\n",
+	})
+	_, err := evals.ValidateFile(t.Context(), path, evals.Options{Mode: "live"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "models[0]: model \"anthropic:claude-sonnet-4-6\\u200f\" holds the bidirectional control character U+200F")
+}

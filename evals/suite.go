@@ -652,6 +652,13 @@ func (p *parser) models(raws []node) {
 	for i, rn := range raws {
 		at := fmt.Sprintf("models[%d]", i)
 		var spec string
+		if s, ok := rn.n.(*ast.StringNode); ok {
+			if r, bad := yamlx.BidiControl(s.Value); bad {
+				p.fail(p.errAt(at, "model %q holds the bidirectional control character U+%04X, which makes it read differently from what it is", s.Value, r))
+				p.broken["models"] = true
+				continue
+			}
+		}
 		switch n := rn.n.(type) {
 		case *ast.StringNode:
 			spec = n.Value
@@ -1075,6 +1082,9 @@ func (p *parser) caseFrom(rc *rawCase, at string, index int) (*Case, error) {
 	for _, path := range slices.Sorted(maps.Keys(rc.Files)) {
 		if !strings.HasPrefix(path, "/") {
 			return nil, p.errAt(sub(at, "files"), "file path %q must be absolute (start with /)", path)
+		}
+		if r, bad := yamlx.BidiControl(path); bad {
+			return nil, p.errAt(sub(at, "files"), "file path %q holds the bidirectional control character U+%04X, which makes it read differently from what it is", path, r)
 		}
 		if rest, ok := strings.CutPrefix(rc.Files[path], rubrics.IncludePrefix); ok {
 			content, err := p.include(rest)

@@ -110,6 +110,9 @@ func (p *parser) tools(raws map[string]rawTool, at string) (map[string]*ToolBeha
 	}
 	out := map[string]*ToolBehavior{}
 	for _, name := range slices.Sorted(maps.Keys(raws)) {
+		if r, bad := yamlx.BidiControl(name); bad {
+			return nil, p.errAt(at+"."+name, "tool name %q holds the bidirectional control character U+%04X, which makes it read differently from what it is", name, r)
+		}
 		b, err := p.tool(raws[name], at+"."+name)
 		if err != nil {
 			return nil, err

@@ -364,3 +364,15 @@ func (i *Int) UnmarshalYAML(n ast.Node) error {
 	}
 	return nil
 }
+
+// BidiControl returns the first bidirectional control character in s
+// (U+202A–U+202E, U+2066–U+2069, U+200E, U+200F): in a name they make a
+// file or tool read differently on screen from what it is.
+func BidiControl(s string) (rune, bool) {
+	for _, r := range s {
+		if (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F {
+			return r, true
+		}
+	}
+	return 0, false
+}
