@@ -200,7 +200,7 @@ func TestMalformedSuites(t *testing.T) {
 		want        string // a regular expression over stderr
 	}{
 		{"unknown key", goodHead + "colour: red\ncases: [{id: a, input: hi}]\n", `suite\.yaml:7:1: colour: unknown key "colour"`},
-		{"wrong type", goodHead + "epochs: many\ncases: [{id: a, input: hi}]\n", `suite\.yaml:7:9: epochs: got string, want an integer`},
+		{"wrong type", goodHead + "epochs: many\ncases: [{id: a, input: hi}]\n", `suite\.yaml:7:9: epochs: want a whole number, got "many"`},
 		{"missing version", strings.Replace(goodHead, "version: 1\n", "", 1) + "cases: [{id: a, input: hi}]\n", `suite\.yaml:1:1: version: missing key version`},
 		{"unsupported version", strings.Replace(goodHead, "version: 1", "version: 2", 1) + "cases: [{id: a, input: hi}]\n", `suite\.yaml:1:1: version: unsupported suite version 2`},
 		{"syntax error", goodHead + "cases: [{id: a, input: hi}\n", `suite\.yaml:\d+:\d+: `},
@@ -246,6 +246,7 @@ func TestMalformedSuites(t *testing.T) {
 		{"unknown threshold", goodHead + "thresholds: {pass_rat: 0.5}\ncases: [{id: a, input: hi}]\n", `suite\.yaml:7:\d+: thresholds\.pass_rat: unknown key "pass_rat"`},
 		{"mode unknown", strings.Replace(goodHead, "mode: live", "mode: sometimes", 1) + "cases: [{id: a, input: hi}]\n", `suite\.yaml:5:1: mode: unknown mode "sometimes"`},
 		{"case model not in the suite", goodHead + "cases:\n  - id: a\n    input: hi\n    models: [openai:gpt-5]\n", `suite\.yaml:10:\d+: cases\[0\]\.models\[0\]: model openai:gpt-5 is not one of the suite's models`},
+		{"alias used as tags", goodHead + "cases:\n  - {id: a, input: hi, checks: &c [{final_answer: {contains: x}}]}\n  - {id: b, input: hi, tags: *c}\n", `suite\.yaml:9:30: cases\[1\]\.tags: through alias \*c \(anchored at line 8\): cases\[0\]\.checks\[0\]: got a mapping, want a string`},
 		{"own cassette for several cells", goodHead + "cases: [{id: a, input: hi, epochs: 2, cassette: x.yaml}]\n", `suite\.yaml:7:\d+: cases\[0\]\.cassette: a case with its own cassette must have exactly one cell`},
 	}
 	require.GreaterOrEqual(t, len(tests), 15)

@@ -24,8 +24,8 @@ func TestParseErrors(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"unknown key", "name: x\nnmae: y\n", `agent.yaml:2:1: nmae: unknown key "nmae"`},
-		{"wrong type", "name: x\ntools: 5\n", "agent.yaml:2:8: tools: int was used where sequence is expected"},
-		{"wrong type in a list", "skills: notalist\n", "agent.yaml:1:9: skills: string was used where sequence is expected"},
+		{"wrong type", "name: x\ntools: 5\n", "agent.yaml:2:8: tools: got a number, want a list"},
+		{"wrong type in a list", "skills: notalist\n", "agent.yaml:1:9: skills: got a string, want a list"},
 		{"unknown middleware", "middleware:\n  - name: Bogus\n", `agent.yaml:2:5: middleware[0].name: unknown middleware "Bogus" (built in: AnthropicPromptCachingMiddleware, FilesystemMiddleware, HumanInTheLoopMiddleware, MemoryMiddleware, PatchToolCallsMiddleware, RubricMiddleware, SkillsMiddleware, SummarizationMiddleware, SummarizationToolMiddleware, TodoListMiddleware; none is registered)`},
 		{"unknown subagent middleware", "subagents:\n  - name: a\n    description: d\n    system_prompt: p\n    middleware:\n      - name: Nope\n", `agent.yaml:6:9: subagents[0].middleware[0].name: unknown middleware "Nope"`},
 		{"bad middleware options", "middleware:\n  - name: SummarizationMiddleware\n    options: {trigger: {foo: 1}}\n", `agent.yaml:3:25: middleware[0].options.trigger.foo: unknown key "foo"`},

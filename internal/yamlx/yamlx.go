@@ -56,6 +56,13 @@ type Doc struct {
 	Root  ast.Node
 	paths map[string]*token.Position // path → position of its key (or value for list items)
 	byPos map[[2]int]string          // position of a token → innermost path
+	// dec decodes parts of the document: it has seen the whole of it, so
+	// that an alias in one case finds the anchor in another (a decoder
+	// given only a part reports "could not find alias").
+	dec *yaml.Decoder
+	// anchors maps each anchor's name to its value, to move an error found
+	// in an anchored value to the alias that brought it where it is wrong.
+	anchors map[string]ast.Node
 }
 
 // ReadFile parses a YAML file.
@@ -155,6 +162,10 @@ func (d *Doc) index(n ast.Node, path string) {
 	case *ast.TagNode:
 		d.index(x.Value, path)
 	case *ast.AnchorNode:
+		if d.anchors == nil {
+			d.anchors = map[string]ast.Node{}
+		}
+		d.anchors[x.Name.GetToken().Value] = x.Value
 		d.index(x.Value, path)
 	}
 }
@@ -164,21 +175,80 @@ func (d *Doc) Decode(v any) error {
 	if d.Root == nil {
 		return nil
 	}
-	if err := yaml.NodeToValue(d.Root, v, yaml.Strict()); err != nil {
-		return wrap(d.File, err, d)
-	}
-	return nil
+	return d.DecodeNode(d.Root, v)
 }
 
-// DecodeNode decodes one node (found with Node) into v, strictly.
+// DecodeNode decodes one node (found with Node) into v, strictly. Its
+// aliases may name anchors anywhere in the document; a value that is
+// wrong only where an alias puts it is reported at the alias.
 func (d *Doc) DecodeNode(n ast.Node, v any) error {
 	if n == nil {
 		return nil
 	}
-	if err := yaml.NodeToValue(n, v, yaml.Strict()); err != nil {
-		return wrap(d.File, err, d)
+	if d.dec == nil {
+		d.dec = yaml.NewDecoder(strings.NewReader(""), yaml.Strict())
+		if d.Root != nil {
+			// Decoding the whole document once registers every anchor;
+			// the limits have bounded what its aliases expand to.
+			var all any
+			_ = d.dec.DecodeFromNode(d.Root, &all)
+		}
+	}
+	if err := d.dec.DecodeFromNode(n, v); err != nil {
+		return d.atAlias(n, wrap(d.File, err, d))
 	}
 	return nil
+}
+
+// atAlias moves an error inside an anchored value that lies outside n to
+// the alias in n that uses it: the anchor's value is fine where it is
+// written, and wrong where the alias puts it.
+func (d *Doc) atAlias(n ast.Node, e *Error) *Error {
+	if e.Line == 0 || d.anchors == nil || within(n, e.Line, e.Column) {
+		return e
+	}
+	var at *ast.AliasNode
+	ast.Walk(visitFunc(func(x ast.Node) bool {
+		if a, ok := x.(*ast.AliasNode); ok && at == nil {
+			if val := d.anchors[a.Value.GetToken().Value]; val != nil && within(val, e.Line, e.Column) {
+				at = a
+			}
+		}
+		return at == nil
+	}), n)
+	if at == nil {
+		return e
+	}
+	p := pos(at)
+	key := d.byPos[[2]int{p.Line, p.Column}]
+	name := at.Value.GetToken().Value
+	msg := e.Msg
+	if e.Key != "" && e.Key != key {
+		msg = e.Key + ": " + msg
+	}
+	return &Error{File: e.File, Line: p.Line, Column: p.Column, Key: key,
+		Msg: fmt.Sprintf("through alias *%s (anchored at line %d): %s", name, e.Line, msg)}
+}
+
+// within reports whether a node or one below it is at line:col.
+func within(n ast.Node, line, col int) bool {
+	found := false
+	ast.Walk(visitFunc(func(x ast.Node) bool {
+		if p := pos(x); p.Line == line && p.Column == col {
+			found = true
+		}
+		return !found
+	}), n)
+	return found
+}
+
+type visitFunc func(ast.Node) bool
+
+func (f visitFunc) Visit(n ast.Node) ast.Visitor {
+	if n == nil || !f(n) {
+		return nil
+	}
+	return f
 }
 
 // Node returns the value node at path ("cases[1].input"), or nil.
@@ -265,6 +335,10 @@ func wrap(file string, err error, d *Doc) *Error {
 
 // cleanMessage rewrites go-yaml's Go-centric messages for people who write YAML.
 func cleanMessage(m string) string {
+	if got, want, ok := strings.Cut(strings.TrimSuffix(m, " is expected"), " was used where "); ok && !strings.Contains(got, " ") && !strings.Contains(want, " ") {
+		// "string was used where sequence is expected"
+		return fmt.Sprintf("got %s, want %s", nodeWord(got), nodeWord(want))
+	}
 	if strings.HasPrefix(m, "unknown field ") {
 		return strings.Replace(m, "unknown field", "unknown key", 1)
 	}
@@ -274,10 +348,32 @@ func cleanMessage(m string) string {
 		if j := strings.LastIndex(rest, " of type "); j >= 0 {
 			want := rest[j+len(" of type "):]
 			got := strings.TrimPrefix(m[:i], "cannot unmarshal ")
+			if strings.HasPrefix(got, "[]") || strings.HasPrefix(got, "map[") {
+				got = goTypeWord(got) // not "[]interface {}"
+			}
 			return fmt.Sprintf("got %s, want %s", got, goTypeWord(want))
 		}
 	}
 	return m
+}
+
+// nodeWord names one of go-yaml's node types.
+func nodeWord(t string) string {
+	switch t {
+	case "sequence":
+		return "a list"
+	case "mapping":
+		return "a mapping"
+	case "string":
+		return "a string"
+	case "int", "integer", "float":
+		return "a number"
+	case "bool", "boolean":
+		return "true or false"
+	case "null":
+		return "nothing (null)"
+	}
+	return t
 }
 
 func goTypeWord(t string) string {
@@ -358,7 +454,11 @@ func (i *Int) UnmarshalYAML(n ast.Node) error {
 		}
 		*i = Int(v)
 	case uint64:
-		return NodeError(n, "%d is out of range", v)
+		// go-yaml holds a number written without a sign as a uint64.
+		if v > math.MaxInt32 {
+			return NodeError(n, "%d is out of range", v)
+		}
+		*i = Int(v)
 	default:
 		return NodeError(n, "want a whole number, got %s", in.GetToken().Value)
 	}

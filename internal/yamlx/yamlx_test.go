@@ -120,3 +120,51 @@ func TestKind(t *testing.T) {
 	}
 	assert.Equal(t, "nothing (null)", Kind(nil))
 }
+
+// An alias may name an anchor in another part of the document, and a value
+// that is wrong only where an alias puts it is reported at the alias, in
+// YAML's words: before, the case's tags failed with "could not find alias",
+// and a nested list was "got []interface {}".
+func TestAliasesAcrossParts(t *testing.T) {
+	type item struct {
+		Name string   `yaml:"name"`
+		Tags []string `yaml:"tags"`
+		Spec any      `yaml:"spec"`
+	}
+	src := "items:\n  - {name: a, tags: &t [x, y], spec: &s [{k: v}]}\n  - {name: b, tags: *t}\n  - {name: c, tags: *s}\n  - {name: d, tags: [[z]]}\n"
+	d, err := Parse("s.yaml", []byte(src))
+	require.NoError(t, err)
+	items := d.Node("items").(*ast.SequenceNode).Values
+	var b item
+	require.NoError(t, d.DecodeNode(items[1], &b))
+	assert.Equal(t, []string{"x", "y"}, b.Tags)
+	var c item
+	err = d.DecodeNode(items[2], &c)
+	require.Error(t, err)
+	assert.Equal(t, "s.yaml:4:21: items[2].tags: through alias *s (anchored at line 2): items[0].spec[0]: got a mapping, want a string", err.Error())
+	var e item
+	err = d.DecodeNode(items[3], &e)
+	require.Error(t, err)
+	assert.Equal(t, "s.yaml:5:22: items[3].tags[0]: got a list, want a string", err.Error())
+	assert.NotContains(t, err.Error(), "interface")
+}
+
+// go-yaml holds an unsigned number as a uint64: Int takes it (epochs: 2 was
+// refused as "2 is out of range"), and still refuses what is not whole.
+func TestIntTakesUnsignedNumbers(t *testing.T) {
+	for src, want := range map[string]string{"e: 2\n": "", "e: -3\n": "", "e: 2.9\n": "s.yaml:1:4: e: want a whole number, got 2.9", "e: 3000000000\n": "s.yaml:1:4: e: 3000000000 is out of range"} {
+		d, err := Parse("s.yaml", []byte(src))
+		require.NoError(t, err)
+		var v struct {
+			E Int `yaml:"e"`
+		}
+		err = d.Decode(&v)
+		if want == "" {
+			require.NoError(t, err, src)
+			assert.NotZero(t, v.E, src)
+			continue
+		}
+		require.Error(t, err, src)
+		assert.Equal(t, want, err.Error(), src)
+	}
+}
