@@ -38,7 +38,7 @@ func TestErroredCellsNeverPass(t *testing.T) {
 		{"empty", func([]byte) []byte { return nil }, evals.CauseCassetteInvalid, `two-cities--openai-gpt-5--baseline--e1\.yaml:\d+: a cassette is a mapping`},
 		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }, evals.CauseCassetteInvalid, `two-cities--openai-gpt-5--baseline--e1\.yaml:\d+: `},
 		{"wrong version", func(b []byte) []byte { return []byte(strings.Replace(string(b), "version: 2", "version: 3", 1)) }, evals.CauseCassetteInvalid, `two-cities--openai-gpt-5--baseline--e1\.yaml:2: version: got "3", want 2`},
-		{"not YAML", func([]byte) []byte { return []byte("interactions: [\n  {id: 0\n") }, evals.CauseCassetteInvalid, `two-cities--openai-gpt-5--baseline--e1\.yaml:\d+: `},
+		{"not YAML", func([]byte) []byte { return []byte("interactions: [\n  {id: 0\n") }, evals.CauseCassetteInvalid, `two-cities--openai-gpt-5--baseline--e1\.yaml:\d+:\d+: `},
 		{"replay miss", func(b []byte) []byte {
 			return []byte(strings.ReplaceAll(string(b), "Tokyo right now.", "Tokyo right now?"))
 		}, evals.CauseReplayMiss, ""},

@@ -21,6 +21,10 @@ func LoadNode(file string, data []byte, lim Limits, sizeVar string) (*yamlv4.Nod
 	var n yamlv4.Node
 	err := yamlv4.Load(StripBOM(data), &n, yamlv4.WithV3Defaults(),
 		yamlv4.WithPlugin(loaderlimits.New(loaderlimits.DepthValue(lim.MaxDepth))))
+	if err != nil && strings.Contains(err.Error(), "no documents") {
+		// An empty file is an empty document, for the caller to judge.
+		return &yamlv4.Node{}, nil
+	}
 	if err != nil {
 		var le *yamlv4.LoadError
 		if errors.As(err, &le) {
