@@ -205,10 +205,10 @@ func grade(req *llm.Request) (llm.Message, error) {
 	if !ok {
 		return llm.Message{}, fmt.Errorf("quickstart grader: no rubric or transcript in the request")
 	}
-	transcript, answer := g.Transcript, g.Answer
+	answer := g.Answer
 	called := func(names ...string) bool {
 		for _, n := range names {
-			if strings.Contains(transcript, `<tool_call name="`+n+`"`) {
+			if g.Called(n) {
 				return true
 			}
 		}
@@ -237,7 +237,7 @@ func grade(req *llm.Request) (llm.Message, error) {
 				v.Passed, v.Gap = false, "The answer does not name the document it relies on; cite it, e.g. docs/refunds.md."
 			}
 		case "answers-the-question":
-			if strings.TrimSpace(answer) == "" || strings.HasPrefix(answer, "<tool_call") {
+			if strings.TrimSpace(answer) == "" {
 				v.Passed, v.Gap = false, "There is no final answer."
 			}
 		}
