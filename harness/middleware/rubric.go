@@ -725,7 +725,8 @@ type TranscriptEntry struct {
 	Role string `json:"role"`
 	// Name is the tool that answered (tool entries).
 	Name string `json:"name,omitempty"`
-	// ToolCallID is the call a tool entry answers.
+	// ToolCallID is the call a tool entry answers: the ID of its
+	// tool_call entry.
 	ToolCallID string `json:"tool_call_id,omitempty"`
 	// Text is what a user or the agent wrote (user, system and assistant
 	// entries); present, maybe empty, when the entry has no other content.
@@ -743,8 +744,8 @@ type TranscriptEntry struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// TranscriptToolCall is a tool call the agent made. Args is its JSON
-// arguments, or a JSON string of them when they were not valid JSON or
+// TranscriptToolCall is a tool call the agent made. ID numbers the calls
+// of the transcript in order ("1", "2", …). Args is its JSON arguments, or a JSON string of them when they were not valid JSON or
 // were cut (Truncated).
 type TranscriptToolCall struct {
 	ID   string          `json:"id,omitempty"`
@@ -788,8 +789,9 @@ func RenderTranscript(msgs []llm.Message) string {
 	// Readable for the grader: '<', '>' and '&' stay as they are; the
 	// payload neutralises closing tags, and "<\/" is still valid JSON.
 	enc.SetEscapeHTML(false)
+	ids := map[string]string{}
 	for _, msg := range picked {
-		for _, e := range transcriptEntries(msg) {
+		for _, e := range transcriptEntries(msg, ids) {
 			_ = enc.Encode(e) // cannot fail: strings, bools and valid raw JSON
 		}
 	}
@@ -817,8 +819,23 @@ func ParseTranscript(s string) ([]TranscriptEntry, error) {
 }
 
 // transcriptEntries is one message's entries: its text (with what else
-// it held), then each tool call.
-func transcriptEntries(msg llm.Message) []TranscriptEntry {
+// it held), then each tool call. Calls are numbered in the order they
+// appear ("1", "2", …, kept in ids by the provider's id), and a result
+// names the number of its call: providers' ids differ on every recording,
+// and would make two gradings of the same work differ. A result whose call
+// is outside the transcript names none.
+func transcriptEntries(msg llm.Message, ids map[string]string) []TranscriptEntry {
+	number := func(id string) string {
+		if id == "" {
+			return ""
+		}
+		n, ok := ids[id]
+		if !ok {
+			n = strconv.Itoa(len(ids) + 1)
+			ids[id] = n
+		}
+		return n
+	}
 	role := string(msg.Role)
 	if role == "" {
 		role = "message"
@@ -835,7 +852,7 @@ func transcriptEntries(msg llm.Message) []TranscriptEntry {
 	}
 	text, cut := clip(strings.Join(texts, "\n"))
 	if msg.Role == llm.RoleTool {
-		return []TranscriptEntry{{Role: role, Name: msg.Name, ToolCallID: msg.ToolCallID, Result: &text, Error: msg.IsError, Omitted: omitted, Truncated: cut}}
+		return []TranscriptEntry{{Role: role, Name: msg.Name, ToolCallID: ids[msg.ToolCallID], Result: &text, Error: msg.IsError, Omitted: omitted, Truncated: cut}}
 	}
 	var out []TranscriptEntry
 	if text != "" || len(omitted) > 0 || len(msg.ToolCalls)+len(msg.InvalidToolCalls) == 0 {
@@ -843,11 +860,11 @@ func transcriptEntries(msg llm.Message) []TranscriptEntry {
 	}
 	for _, tc := range msg.ToolCalls {
 		args, cut := transcriptArgs(tc.Args)
-		out = append(out, TranscriptEntry{Role: role, ToolCall: &TranscriptToolCall{ID: tc.ID, Name: tc.Name, Args: args}, Truncated: cut})
+		out = append(out, TranscriptEntry{Role: role, ToolCall: &TranscriptToolCall{ID: number(tc.ID), Name: tc.Name, Args: args}, Truncated: cut})
 	}
 	for _, tc := range msg.InvalidToolCalls {
 		args, cut := clip(tc.Args)
-		out = append(out, TranscriptEntry{Role: role, InvalidToolCall: &TranscriptInvalidCall{ID: tc.ID, Name: tc.Name, Args: args}, Truncated: cut})
+		out = append(out, TranscriptEntry{Role: role, InvalidToolCall: &TranscriptInvalidCall{ID: number(tc.ID), Name: tc.Name, Args: args}, Truncated: cut})
 	}
 	return out
 }

@@ -595,8 +595,8 @@ func TestRenderTranscript(t *testing.T) {
 	long := strings.Repeat("é", 4100)
 	msgs := []llm.Message{
 		llm.User("the task"),
-		llm.Assistant("", llm.ToolCall{ID: "1", Name: "get_weather", Args: json.RawMessage(`{ "city": "Paris" }`)}),
-		llm.ToolResult("1", "get_weather", "sunny", false),
+		llm.Assistant("", llm.ToolCall{ID: "toolu_01", Name: "get_weather", Args: json.RawMessage(`{ "city": "Paris" }`)}),
+		llm.ToolResult("toolu_01", "get_weather", "sunny", false),
 		llm.ToolResult("2", "", "broken", true),
 		{Role: llm.RoleAssistant, Content: []llm.Block{{Type: llm.BlockThinking, Thinking: "hmm"}, llm.TextBlock("answer")}},
 		{Role: llm.RoleAssistant},
@@ -608,10 +608,10 @@ func TestRenderTranscript(t *testing.T) {
 		`{"role":"user","text":"the task"}`,
 		`{"role":"assistant","tool_call":{"id":"1","name":"get_weather","args":{"city":"Paris"}}}`,
 		`{"role":"tool","name":"get_weather","tool_call_id":"1","result":"sunny"}`,
-		`{"role":"tool","tool_call_id":"2","result":"broken","error":true}`,
+		`{"role":"tool","result":"broken","error":true}`,
 		`{"role":"assistant","text":"answer","omitted":["thinking"]}`,
 		`{"role":"assistant","text":""}`,
-		`{"role":"assistant","invalid_tool_call":{"id":"3","name":"ls","args":"{\"path\":"}}`,
+		`{"role":"assistant","invalid_tool_call":{"id":"2","name":"ls","args":"{\"path\":"}}`,
 		`{"role":"user","text":"` + strings.Repeat("é", 4000) + `","truncated":true}`,
 	}, "\n")
 	assert.Equal(t, want, got)
