@@ -94,15 +94,15 @@ func NewAsyncSubAgentMiddleware(opts AsyncSubAgentOptions) (*AsyncSubAgentMiddle
 	}
 	m.tools = []tool.Tool{
 		mk("start_async_task", "Start a long-running task on a remote subagent and return at once with its task_id; the subagent keeps working while you do other things.\n\nAvailable async subagent types:\n"+list+"\n\nThe description must be self-contained: the remote agent sees nothing else.",
-			`{"type":"object","properties":{"description":{"type":"string","description":"Complete instructions for the remote subagent."},"subagent_type":{"type":"string","description":"One of the async subagent types."}},"required":["description","subagent_type"],"additionalProperties":false}`, m.start),
+			`{"type":"object","properties":{"description":{"type":"string","description":"Complete instructions for the remote subagent."},"subagent_type":{"type":"string","description":"One of the async subagent types."}},"required":["description","subagent_type"]}`, m.start),
 		mk("check_async_task", "Get the current status of an async task and, when it has finished, its result. Statuses you saw earlier may be stale: call this to know.",
-			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"],"additionalProperties":false}`, m.check),
+			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`, m.check),
 		mk("update_async_task", "Send new instructions to a running async task; the remote subagent drops what it was doing and continues with the message on the same thread.",
-			`{"type":"object","properties":{"task_id":{"type":"string"},"message":{"type":"string","description":"The new instructions."}},"required":["task_id","message"],"additionalProperties":false}`, m.update),
+			`{"type":"object","properties":{"task_id":{"type":"string"},"message":{"type":"string","description":"The new instructions."}},"required":["task_id","message"]}`, m.update),
 		mk("cancel_async_task", "Cancel an async task that is no longer needed.",
-			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"],"additionalProperties":false}`, m.cancel),
+			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`, m.cancel),
 		mk("list_async_tasks", "List the async tasks you launched with their live status. Use status_filter to narrow the list.",
-			`{"type":"object","properties":{"status_filter":{"type":["string","null"],"enum":["running","success","error","cancelled","all",null]}},"additionalProperties":false}`, m.list),
+			`{"type":"object","properties":{"status_filter":{"anyOf":[{"type":"string","enum":["running","success","error","cancelled","all"]},{"type":"null"}],"default":null}}}`, m.list),
 	}
 	return m, nil
 }
