@@ -9,6 +9,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,11 @@ type AsyncSubAgentOptions struct {
 	SystemPrompt string
 	// HTTPClient talks to the LangGraph servers (http.DefaultClient when nil).
 	HTTPClient *http.Client
+	// Local serves the graphs of async subagents that have no URL, in
+	// process: the deployment this agent is part of (in Deep Agents such a
+	// subagent runs on the same LangGraph server), such as the
+	// harness/agentserver that serves it. Its requests never touch the network.
+	Local http.Handler
 }
 
 // AsyncSubAgentMiddleware gives the agent tools to start, check, update,
@@ -365,8 +371,13 @@ type asyncClient struct {
 }
 
 func (m *AsyncSubAgentMiddleware) client(sa AsyncSubAgent) (*asyncClient, error) {
+	hc := m.opts.HTTPClient
+	base := strings.TrimRight(sa.URL, "/")
 	if sa.URL == "" {
-		return nil, fmt.Errorf("async subagent %q has no url configured", sa.Name)
+		if m.opts.Local == nil {
+			return nil, fmt.Errorf("async subagent %q has no url, and no in-process server runs its graph %q (give it a url, or serve both agents with `dageval serve`)", sa.Name, sa.GraphID)
+		}
+		hc, base = &http.Client{Transport: inProcess{m.opts.Local}}, "http://in-process"
 	}
 	h := map[string]string{"x-auth-scheme": "langsmith"}
 	if len(sa.Headers) > 0 {
@@ -375,11 +386,23 @@ func (m *AsyncSubAgentMiddleware) client(sa AsyncSubAgent) (*asyncClient, error)
 			h["x-auth-scheme"] = "langsmith"
 		}
 	}
-	hc := m.opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	return &asyncClient{base: strings.TrimRight(sa.URL, "/"), headers: h, http: hc}, nil
+	return &asyncClient{base: base, headers: h, http: hc}, nil
+}
+
+// inProcess is a transport that hands requests to a handler in this
+// process. The tools call only endpoints that answer at once (runs are
+// started in the background), so a recorded response is enough.
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
 }
 
 func (c *asyncClient) do(ctx context.Context, method, path string, body, out any) error {
