@@ -71,9 +71,11 @@ func newAsker(t *testing.T) *agent.Agent {
 	return a
 }
 
+// client talks to a server over HTTP (base) or, with h set, in process.
 type client struct {
 	t    *testing.T
 	base string
+	h    http.Handler
 }
 
 func serve(t *testing.T, graphs map[string]*agent.Agent) (*agentserver.Server, *client) {
@@ -108,6 +110,11 @@ func (c *client) raw(method, path string, body any) (int, []byte) {
 	}
 	req, err := http.NewRequestWithContext(c.t.Context(), method, c.base+path, rd)
 	require.NoError(c.t, err)
+	if c.h != nil {
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.Bytes()
+	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)
 	defer resp.Body.Close()
