@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -126,13 +127,23 @@ func TestServeHelpAndErrors(t *testing.T) {
 	assert.Contains(t, errb.String(), `graph "worker" is added twice`)
 }
 
-// lineWriter hands the first line written to it over a channel.
+// lineWriter hands the first line written to it over a channel; it is
+// safe to read while a command writes to it.
 type lineWriter struct {
+	mu    sync.Mutex
 	buf   bytes.Buffer
 	first chan string
 }
 
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
 func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.buf.Write(p)
 	if w.first != nil {
 		if line, _, ok := strings.Cut(w.buf.String(), "\n"); ok {
@@ -160,15 +171,16 @@ func TestServeInProcessSubagent(t *testing.T) {
 	dir := writeServeAgents(t, prov.URL)
 	ctx, stop := context.WithCancel(t.Context())
 	defer stop()
-	out := &lineWriter{first: make(chan string, 1)}
-	var errb bytes.Buffer
+	first := make(chan string, 1)
+	out := &lineWriter{first: first}
+	errb := &lineWriter{}
 	code := make(chan int, 1)
 	go func() {
-		code <- Main([]string{"serve", filepath.Join(dir, "boss.yaml"), filepath.Join(dir, "worker.yaml"), "--addr", "127.0.0.1:0"}, WithContext(ctx), WithStdio(nil, out, &errb))
+		code <- Main([]string{"serve", filepath.Join(dir, "boss.yaml"), filepath.Join(dir, "worker.yaml"), "--addr", "127.0.0.1:0"}, WithContext(ctx), WithStdio(nil, out, errb))
 	}()
 	var line string
 	select {
-	case line = <-out.first:
+	case line = <-first:
 	case c := <-code:
 		t.Fatalf("serve exited %d: %s", c, errb.String())
 	}
@@ -196,7 +208,7 @@ func TestServeInProcessSubagent(t *testing.T) {
 
 	stop()
 	assert.Equal(t, exitOK, <-code, errb.String())
-	assert.Contains(t, out.buf.String(), "dageval serve: stopped")
+	assert.Contains(t, out.String(), "dageval serve: stopped")
 }
 
 // TestServeProcess is the issue's two processes: `dageval serve` runs as a
@@ -210,8 +222,8 @@ func TestServeProcess(t *testing.T) {
 	cmd := dagevalProc(t, dir, prov.URL, "serve", "worker.yaml", "--addr", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	errb := &lineWriter{}
+	cmd.Stderr = errb
 	require.NoError(t, cmd.Start())
 	defer func() { _ = cmd.Process.Kill() }()
 	rd := bufio.NewReader(stdout)
