@@ -32,9 +32,10 @@ type run struct {
 	// rollback restores the thread to before the runs this one replaces.
 	rollback []*run
 	// before is the thread's checkpoint when the run started.
-	before *agent.Checkpoint
-	ctx    context.Context
-	cancel context.CancelFunc
+	before  *agent.Checkpoint
+	started bool
+	ctx     context.Context
+	cancel  context.CancelFunc
 	// cancelled says the run was asked to stop; it ends "interrupted".
 	cancelled bool
 	// saved says the run checkpointed its thread at least once.
@@ -252,6 +253,12 @@ func (s *Server) createRun(ctx context.Context, threadID string, body *runCreate
 	if r.metadata == nil {
 		r.metadata = map[string]any{}
 	}
+	if !busy {
+		// It starts at once: "pending" is for a run that waits for the
+		// thread's earlier runs, so a status read right after the create
+		// does not depend on when the goroutine is scheduled.
+		r.status = "running"
+	}
 	if body.Config != nil {
 		r.config, r.limit = body.Config.Configurable, body.Config.RecursionLimit
 	}
@@ -315,7 +322,7 @@ func (s *Server) execute(r *run) {
 		return
 	}
 	s.mu.Lock()
-	r.before = before
+	r.before, r.started = before, true
 	r.push("metadata", map[string]any{"run_id": r.id, "attempt": 1})
 	if r.in.Resume == nil && len(r.thread.carry) > 0 {
 		r.in = carried(r.thread.carry, r.in)
@@ -350,7 +357,7 @@ func (s *Server) restore(r *run) {
 	started := false
 	for _, old := range r.rollback {
 		s.mu.Lock()
-		b, ran := old.before, old.status != "pending"
+		b, ran := old.before, old.started
 		s.mu.Unlock()
 		if ran {
 			before, started = b, true
