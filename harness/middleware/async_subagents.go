@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -398,11 +397,44 @@ func (m *AsyncSubAgentMiddleware) client(sa AsyncSubAgent) (*asyncClient, error)
 type inProcess struct{ h http.Handler }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, req)
-	resp := rec.Result()
-	resp.Request = req
-	return resp, nil
+	w := &bufferedResponse{header: http.Header{}}
+	t.h.ServeHTTP(w, req)
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", w.code, http.StatusText(w.code)),
+		StatusCode:    w.code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        w.header,
+		Body:          io.NopCloser(bytes.NewReader(w.body.Bytes())),
+		ContentLength: int64(w.body.Len()),
+		Request:       req,
+	}, nil
+}
+
+// bufferedResponse is the http.ResponseWriter of an in-process call: it
+// keeps the whole answer, which is all the tools' endpoints give (and
+// keeps net/http/httptest, a test package, out of the binary).
+type bufferedResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (w *bufferedResponse) Header() http.Header { return w.header }
+
+func (w *bufferedResponse) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *bufferedResponse) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
 }
 
 func (c *asyncClient) do(ctx context.Context, method, path string, body, out any) error {
