@@ -220,7 +220,7 @@ func respInput(req *llm.Request, items []json.RawMessage) *apiError {
 	for i, raw := range items {
 		at := fmt.Sprintf("input[%d]", i)
 		var it respItem
-		if e := strictDecode(raw, &it, at); e != nil {
+		if e := strictDecodeMemo(&respItems, raw, &it, at); e != nil {
 			return e
 		}
 		kind := it.Type
@@ -352,7 +352,7 @@ func respContent(raw json.RawMessage, at, role string) ([]llm.Block, *apiError) 
 		for i, p := range parts {
 			pat := fmt.Sprintf("%s[%d]", at, i)
 			var part respPart
-			if e := strictDecode(p, &part, pat); e != nil {
+			if e := strictDecodeMemo(&respParts, p, &part, pat); e != nil {
 				return nil, e
 			}
 			switch part.Type {

@@ -621,10 +621,17 @@ func jsonTypeName(goType string) string {
 
 // jsonString decodes raw, which jsonKind has found to be a JSON string.
 func jsonString(raw json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(raw, &s)
+	s, _ := jsonStrings.decode(raw, func() (string, *apiError) {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s, nil
+	})
 	return s
 }
+
+// jsonStrings keeps decoded JSON strings (message texts, tool outputs)
+// across requests (see memo).
+var jsonStrings memo[string]
 
 // stringBlocks is string content (raw is a JSON string) as blocks: one
 // text block, none when the string is empty.
