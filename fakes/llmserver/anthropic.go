@@ -165,8 +165,13 @@ type antOutputFormat struct {
 
 func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w antRequest
-	if e := strictDecode(body, &w, "request body"); e != nil {
-		return nil, nil, e
+	if elems, _, ok := decodeBody(body, &w, "messages"); ok {
+		w.Messages = elems
+	} else {
+		w = antRequest{}
+		if e := strictDecode(body, &w, "request body"); e != nil {
+			return nil, nil, e
+		}
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {

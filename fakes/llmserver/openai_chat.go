@@ -166,8 +166,13 @@ type chatResponseFormat struct {
 
 func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w chatRequest
-	if e := strictDecode(body, &w, "request body"); e != nil {
-		return nil, nil, e
+	if elems, _, ok := decodeBody(body, &w, "messages"); ok {
+		w.Messages = elems
+	} else {
+		w = chatRequest{}
+		if e := strictDecode(body, &w, "request body"); e != nil {
+			return nil, nil, e
+		}
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {

@@ -120,8 +120,14 @@ type respTool struct {
 
 func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w respRequest
-	if e := strictDecode(body, &w, "request body"); e != nil {
-		return nil, nil, e
+	var items []json.RawMessage // the input items, when decodeBody split them
+	if elems, array, ok := decodeBody(body, &w, "input"); ok {
+		w.Input, items = array, elems
+	} else {
+		w = respRequest{}
+		if e := strictDecode(body, &w, "request body"); e != nil {
+			return nil, nil, e
+		}
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {
@@ -159,8 +165,9 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	case "string":
 		req.Messages = []llm.Message{llm.User(jsonString(w.Input))}
 	case "array":
-		var items []json.RawMessage
-		_ = json.Unmarshal(w.Input, &items)
+		if items == nil {
+			_ = json.Unmarshal(w.Input, &items)
+		}
 		if e := respInput(req, items); e != nil {
 			return nil, nil, e
 		}

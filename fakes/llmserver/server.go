@@ -680,12 +680,18 @@ func jsonKind(raw json.RawMessage) string {
 
 // compactJSON returns raw without insignificant whitespace.
 func compactJSON(raw []byte) json.RawMessage {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return json.RawMessage(raw)
-	}
-	return json.RawMessage(b.Bytes())
+	c, _ := compacted.decode(raw, func() (json.RawMessage, *apiError) {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return json.RawMessage(raw), nil
+		}
+		return json.RawMessage(b.Bytes()), nil
+	})
+	return c
 }
+
+// compacted keeps compacted tool arguments and schemas (see memo).
+var compacted memo[json.RawMessage]
 
 // marshal encodes v as compact JSON without HTML escaping.
 func marshal(v any) []byte {
