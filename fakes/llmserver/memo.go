@@ -3,8 +3,10 @@ package llmserver
 import "sync"
 
 // memoLimit bounds the raw bytes one memo keeps; past it the memo starts
-// over, so a long-lived server holds at most a few of these.
-const memoLimit = 8 << 20
+// over. A 200-step agent run's history is a few hundred KiB, so every
+// call of such a run still hits, and the dozen memos of a long-lived
+// process hold a few tens of MiB at most.
+const memoLimit = 2 << 20
 
 // memo keeps what a valid piece of a request (one message, one content
 // list) decoded to, by its exact bytes. A client resends the whole history
