@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -413,10 +412,21 @@ func newEntry(it *vcr.Interaction, index int) *entry {
 	return e
 }
 
+// TB is the part of a test NewTest uses; *testing.T and *testing.B are
+// ones. It is an interface so that programs linking the recorder do not
+// link package testing.
+type TB interface {
+	Helper()
+	Name() string
+	Cleanup(func())
+	Error(args ...any)
+	Fatal(args ...any)
+}
+
 // NewTest opens the cassette testdata/cassettes/<test name>.yaml for t and
 // stops the recorder when the test ends, failing the test when saving
 // fails. Re-record with DAGEVAL_RECORD=1 go test -run <test>.
-func NewTest(t testing.TB, opts ...Option) *Recorder {
+func NewTest(t TB, opts ...Option) *Recorder {
 	t.Helper()
 	r, err := New(TestCassettePath(t), opts...)
 	if err != nil {
@@ -434,7 +444,7 @@ var unsafePathChars = regexp.MustCompile(`[^A-Za-z0-9._/-]+`)
 
 // TestCassettePath is where NewTest keeps t's cassette: subtests
 // become subdirectories and other unsafe characters become "_".
-func TestCassettePath(t testing.TB) string {
+func TestCassettePath(t interface{ Name() string }) string {
 	name := unsafePathChars.ReplaceAllString(t.Name(), "_")
 	return filepath.Join("testdata", "cassettes", filepath.FromSlash(name)+".yaml")
 }
