@@ -51,5 +51,6 @@ fmt:
 snapshots:
 	UPDATE_SNAPS=true $(GO) test -count=1 $(PKGS)
 
+## build: bin/dageval without debug information or local paths (see README: binary size)
 build:
-	$(GO) build -o bin/dageval ./cmd/dageval
+	$(GO) build -trimpath -ldflags='-s -w' -o bin/dageval ./cmd/dageval

@@ -143,15 +143,23 @@ func runAssemble(ctx context.Context, e *env, args []string) error {
 	if *model != "" {
 		bm, hm = *model, *model
 	}
-	base, err := describe(ctx, e.reg, *baseAgent, bm, baseProfiles, dopts)
+	return printDiff(e,
+		func() (*harness.Assembly, error) { return describe(ctx, e.reg, *baseAgent, bm, baseProfiles, dopts) },
+		func() (*harness.Assembly, error) { return describe(ctx, e.reg, *headAgent, hm, headProfiles, dopts) })
+}
+
+// printDiff prints how the head assembly differs from the base one and
+// fails (exit 1) when they differ, so a diff can gate a change in CI.
+func printDiff(e *env, base, head func() (*harness.Assembly, error)) error {
+	b, err := base()
 	if err != nil {
 		return fmt.Errorf("base: %w", err)
 	}
-	head, err := describe(ctx, e.reg, *headAgent, hm, headProfiles, dopts)
+	h, err := head()
 	if err != nil {
 		return fmt.Errorf("head: %w", err)
 	}
-	out, differ := harness.Diff(base, head)
+	out, differ := harness.Diff(b, h)
 	if !differ {
 		fmt.Fprintln(e.stdout, "assemblies are identical")
 		return nil
@@ -327,21 +335,7 @@ func assembleCase(ctx context.Context, e *env, suiteFile, caseID, baseCase, head
 	case headCase == "":
 		return usageError("with --diff --suite give --case ID, or --head-case ID (and --base-case ID)")
 	}
-	base, err := side(baseCase)
-	if err != nil {
-		return fmt.Errorf("base: %w", err)
-	}
-	head, err := side(headCase)
-	if err != nil {
-		return fmt.Errorf("head: %w", err)
-	}
-	out, differ := harness.Diff(base, head)
-	if !differ {
-		fmt.Fprintln(e.stdout, "assemblies are identical")
-		return nil
-	}
-	fmt.Fprint(e.stdout, out)
-	return &exitError{code: exitFailures}
+	return printDiff(e, func() (*harness.Assembly, error) { return side(baseCase) }, func() (*harness.Assembly, error) { return side(headCase) })
 }
 
 // modelOf is the model to assemble a suite's agent with: the one asked

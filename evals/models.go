@@ -88,7 +88,7 @@ func (r *runner) models(cell Cell) (*cellModels, error) {
 		}
 		return &cellModels{resolve: resolve}, nil
 	}
-	opts := []recorder.Option{recorder.WithMode(r.mode), recorder.WithRealTransport(r.transport), recorder.WithGetenv(r.getenv)}
+	opts := []recorder.Option{recorder.WithMode(r.mode), recorder.WithRealTransport(r.transport), recorder.WithGetenv(r.getenv), recorder.WithSecrets(r.secrets...)}
 	if r.s.Match != "" {
 		opts = append(opts, recorder.WithMatch(r.s.Match))
 	}

@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/internal/scrub"
 )
 
 // RunResult is what a suite run produced.
@@ -49,6 +52,11 @@ type runner struct {
 	// when one pauses its provider.
 	limiters    *provider.Limiters
 	limiterNote func(provider.Throttle)
+	// scrub replaces the run's secrets (see runSecrets) in everything the
+	// run writes: results, cell files, the journal, the summary, progress
+	// and logs, and, through each cell's recorder, cassettes.
+	scrub   *scrub.Scrubber
+	secrets []string
 }
 
 func (s *Suite) newRunner(o Options) (*runner, error) {
@@ -60,6 +68,9 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	r.secrets = r.runSecrets()
+	r.scrub = scrub.New(r.secrets...)
+	r.log = slog.New(scrub.Handler(r.log.Handler(), r.scrub))
 	// An explicit mode wins over DAGEVAL_RECORD, which wins over the
 	// suite's mode: the replay-miss messages tell users to set the variable,
 	// and a suite file's mode is only its default.
@@ -234,6 +245,7 @@ func (s *Suite) start(ctx context.Context, o Options) (*session, error) {
 			ss.todo = append(ss.todo, i)
 		}
 	}
+	o.Progress = r.scrub.Writer(o.Progress)
 	ss.prog = newProgress(o, s.Name, len(cells), len(cells)-len(ss.todo))
 	if o.Resume || o.RetryErrors {
 		ss.prog.resumed(ss.resumed, len(ss.todo))
@@ -253,6 +265,13 @@ func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 	ss.mu.Lock()
 	failed := ss.writeErr != nil
 	ss.mu.Unlock()
+	// Scrubbed once here, the result and the cell file are clean wherever
+	// they go next: the journal, results.jsonl, the summary's tally,
+	// progress, OnCell, the reports.
+	ss.scrub.Value(&res)
+	if d != nil {
+		ss.scrub.Value(d)
+	}
 	var err error
 	if ss.out != nil && !failed {
 		if err = ss.out.detail(d); err == nil {
@@ -345,6 +364,7 @@ func (ss *session) conclude() (*RunResult, error) {
 		t.sum.ExpectedCells = len(kept)
 	}
 	rr.Summary = t.summary()
+	ss.scrub.Value(&rr.Summary)
 	if !ss.o.Shard.Whole() {
 		sh := ss.o.Shard
 		rr.Summary.Shard = &sh
@@ -368,4 +388,30 @@ func readDetail(dir, id string) (*CellDetail, error) {
 	}
 	d := new(CellDetail)
 	return d, json.Unmarshal(data, d)
+}
+
+// runSecrets are the credentials the run may meet, for scrubbing: the
+// values of scrub.SecretEnv, and of each provider entry's api_key_env,
+// credential variables (provider.CredentialEnv) and configured header
+// values. Values shorter than scrub.MinSecretLen are left out by the
+// scrubber (placeholder keys of local servers).
+func (r *runner) runSecrets() []string {
+	vals := scrub.EnvValues(r.getenv)
+	for _, name := range slices.Sorted(maps.Keys(r.entries)) {
+		e := r.entries[name]
+		if e.APIKeyEnv != "" {
+			if v := r.getenv(e.APIKeyEnv); v != "" {
+				vals = append(vals, v)
+			}
+		}
+		for _, n := range provider.CredentialEnv(e.Kind) {
+			if v := r.getenv(n); v != "" {
+				vals = append(vals, v)
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
+			vals = append(vals, e.Headers[k])
+		}
+	}
+	return vals
 }

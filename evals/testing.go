@@ -1,14 +1,15 @@
 package evals
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 
 	"github.com/dageval/dageval/fakes/recorder"
 )
@@ -35,7 +36,11 @@ import (
 // the run starts and kept after it, so that `dageval report DIR` shows the
 // last run of the test; a failing test logs the directory. It returns the
 // run's result for further assertions.
-func Run(t *testing.T, path string, opts ...Option) *RunResult {
+//
+// T is *testing.T, inferred at the call (evals.Run(t, path)); Run names it
+// through TestingT so that programs linking evals do not link package
+// testing.
+func Run[T TestingT[T]](t T, path string, opts ...Option) *RunResult {
 	t.Helper()
 	var o Options
 	for _, opt := range opts {
@@ -56,10 +61,10 @@ func Run(t *testing.T, path string, opts ...Option) *RunResult {
 		t.Logf("suite %s: mode %s (%s)", s.Name, ss.mode, ss.modeReason)
 	}
 	sem := make(chan struct{}, ss.conc)
-	t.Run(SubtestName(s.Name), func(t *testing.T) {
+	t.Run(SubtestName(s.Name), func(t T) {
 		for i, c := range ss.cells {
 			name := c.CaseDef.ID + "/" + SubtestName(c.Model) + "/" + SubtestName(c.Profile) + "/e" + strconv.Itoa(c.Epoch)
-			t.Run(name, func(t *testing.T) {
+			t.Run(name, func(t T) {
 				t.Parallel()
 				sem <- struct{}{}
 				res, detail, _ := ss.runCell(t.Context(), c)
@@ -99,6 +104,24 @@ func Run(t *testing.T, path string, opts ...Option) *RunResult {
 	return rr
 }
 
+// TestingT is what Run uses of *testing.T, whose Run method runs a
+// subtest with a T of its own type.
+type TestingT[T any] interface {
+	Helper()
+	Name() string
+	Context() context.Context
+	Run(name string, f func(T)) bool
+	Parallel()
+	Output() io.Writer
+	Log(args ...any)
+	Logf(format string, args ...any)
+	Error(args ...any)
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fail()
+	Failed() bool
+}
+
 // SubtestName is a suite name, model spec or profile name as a level of
 // Run's subtest names: '/' becomes '_' so that each stays one level of the
 // name (a model such as ollama:library/qwen3 would otherwise split in two).
@@ -107,7 +130,7 @@ func SubtestName(s string) string { return strings.ReplaceAll(s, "/", "_") }
 
 // testOutDir is where Run writes when no directory is given: one directory
 // per test and suite, the same on every run of the test.
-func testOutDir(t *testing.T, suitePath string, getenv func(string) string) string {
+func testOutDir(t interface{ Name() string }, suitePath string, getenv func(string) string) string {
 	if getenv == nil {
 		getenv = os.Getenv
 	}

@@ -21,14 +21,22 @@ type GraderRequest struct {
 	// Criteria are the names of the rubric's "- name: description" lines,
 	// the form rubrics.Rubric.Render writes, in order.
 	Criteria []string
-	// Answer is the last [assistant] entry of the transcript: the answer
-	// being graded.
+	// Entries are the transcript's lines (see middleware.RenderTranscript).
+	Entries []middleware.TranscriptEntry
+	// Answer is the text of the transcript's last assistant entry: the
+	// answer being graded; "" when that entry is a tool call.
 	Answer string
 }
 
-// Called reports whether the transcript shows a call of the named tool.
+// Called reports whether the transcript shows a call of the named tool:
+// a tool_call entry, not text that mentions one.
 func (g GraderRequest) Called(tool string) bool {
-	return strings.Contains(g.Transcript, `<tool_call name="`+tool+`"`)
+	for _, e := range g.Entries {
+		if e.ToolCall != nil && e.ToolCall.Name == tool {
+			return true
+		}
+	}
+	return false
 }
 
 var (
@@ -58,8 +66,18 @@ func ParseGraderRequest(req *llm.Request) (GraderRequest, bool) {
 	for _, m := range criterionLine.FindAllStringSubmatch(g.Rubric, -1) {
 		g.Criteria = append(g.Criteria, strings.TrimSpace(m[1]))
 	}
-	if i := strings.LastIndex(g.Transcript, "[assistant] "); i >= 0 {
-		g.Answer = g.Transcript[i+len("[assistant] "):]
+	entries, err := middleware.ParseTranscript(g.Transcript)
+	if err != nil {
+		return GraderRequest{}, false
+	}
+	g.Entries = entries
+	for i := len(entries) - 1; i >= 0; i-- {
+		if e := entries[i]; e.Role == string(llm.RoleAssistant) {
+			if e.Text != nil {
+				g.Answer = *e.Text
+			}
+			break
+		}
 	}
 	return g, true
 }

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"net/http"
+
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/catalog"
@@ -60,6 +62,10 @@ type Config struct {
 	InterruptOn middleware.InterruptOn
 	// Permissions restrict the filesystem tools.
 	Permissions []middleware.Permission
+	// LocalGraphs serves the graphs of async subagents without a URL, in
+	// process (see middleware.AsyncSubAgentOptions.Local); without it such
+	// a subagent's tools report that nothing runs its graph.
+	LocalGraphs http.Handler
 
 	// Profiles is the profile registry (profile.Default() when nil).
 	Profiles *profile.Registry

@@ -254,7 +254,7 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 	}
 	mws = append(mws, summ, newPatchToolCalls())
 	if len(async) > 0 {
-		am, err := middleware.NewAsyncSubAgentMiddleware(middleware.AsyncSubAgentOptions{SubAgents: async})
+		am, err := middleware.NewAsyncSubAgentMiddleware(middleware.AsyncSubAgentOptions{SubAgents: async, Local: b.cfg.LocalGraphs})
 		if err != nil {
 			return nil, err
 		}

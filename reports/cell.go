@@ -80,6 +80,10 @@ func cellID(k evals.CellKey) string {
 // transcript with subagent runs under the calls that started them, and
 // the files it wrote. It is `dageval show RUN CELL`.
 func WriteCell(w io.Writer, r *Run, c evals.CellResult, o TextOptions) error {
+	return scrubbed(w, func(w io.Writer) error { return writeCell(w, r, c, o) })
+}
+
+func writeCell(w io.Writer, r *Run, c evals.CellResult, o TextOptions) error {
 	ew := &errWriter{w: w}
 	pal := palette(o.Color)
 	rc := cellOf(c)

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/aymanbagabas/go-udiff"
 
@@ -19,42 +20,46 @@ import (
 //go:embed html/compare.html.tmpl html/compare.js
 var compareFS embed.FS
 
-var compareTemplate = template.Must(template.New("compare.html.tmpl").Funcs(template.FuncMap{
-	"pct":       pct,
-	"pp":        ppDelta,
-	"ppAbs":     ppAbs,
-	"ciPP":      ciPP,
-	"signed":    signed,
-	"score":     score,
-	"pvalue":    pvalue,
-	"outcome":   outcomeLabel,
-	"model":     modelName,
-	"difflines": diffLines,
-	"frac":      passFrac,
-	"join":      strings.Join,
-	"usd":       usd,
-	"thousands": thousands,
-	"usdDelta":  usdDelta,
-	"signedInt": signedInt,
-	"latDelta": func(d *int64) string {
-		if d == nil {
-			return "unknown"
-		}
-		if *d < 0 {
-			return "-" + millis(-*d)
-		}
-		return "+" + millis(*d)
-	},
-	"deltaClass": func(d float64) string {
-		switch {
-		case d < -1e-12:
-			return "down"
-		case d > 1e-12:
-			return "up"
-		}
-		return "same"
-	},
-}).ParseFS(compareFS, "html/compare.html.tmpl"))
+// compareTemplate is parsed on first use, not at program start: most runs of the
+// CLI write no HTML.
+var compareTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("compare.html.tmpl").Funcs(template.FuncMap{
+		"pct":       pct,
+		"pp":        ppDelta,
+		"ppAbs":     ppAbs,
+		"ciPP":      ciPP,
+		"signed":    signed,
+		"score":     score,
+		"pvalue":    pvalue,
+		"outcome":   outcomeLabel,
+		"model":     modelName,
+		"difflines": diffLines,
+		"frac":      passFrac,
+		"join":      strings.Join,
+		"usd":       usd,
+		"thousands": thousands,
+		"usdDelta":  usdDelta,
+		"signedInt": signedInt,
+		"latDelta": func(d *int64) string {
+			if d == nil {
+				return "unknown"
+			}
+			if *d < 0 {
+				return "-" + millis(-*d)
+			}
+			return "+" + millis(*d)
+		},
+		"deltaClass": func(d float64) string {
+			switch {
+			case d < -1e-12:
+				return "down"
+			case d > 1e-12:
+				return "up"
+			}
+			return "same"
+		},
+	}).ParseFS(compareFS, "html/compare.html.tmpl"))
+})
 
 // compareShown caps the changed cases whose transcripts the page embeds:
 // past that, the JSON output and `dageval show` have them.
@@ -153,7 +158,7 @@ func (c *Comparison) WriteHTML(w io.Writer) error {
 	p.buildMatrix(c)
 	p.buildSections(c)
 	var buf bytes.Buffer
-	if err := compareTemplate.Execute(&buf, p); err != nil {
+	if err := compareTemplate().Execute(&buf, p); err != nil {
 		return fmt.Errorf("compare html: %w", err)
 	}
 	_, err = w.Write(buf.Bytes())

@@ -388,8 +388,13 @@ func RenderComparison(w io.Writer, c *Comparison, f Format) error {
 	return RenderComparisonWith(w, c, f, TextOptions{})
 }
 
-// RenderComparisonWith writes a comparison, the table for a terminal as o says.
+// RenderComparisonWith writes a comparison, the table for a terminal as o
+// says, scrubbed as every report is (see RenderWith).
 func RenderComparisonWith(w io.Writer, c *Comparison, f Format, o TextOptions) error {
+	return scrubbed(w, func(w io.Writer) error { return renderComparisonWith(w, c, f, o) })
+}
+
+func renderComparisonWith(w io.Writer, c *Comparison, f Format, o TextOptions) error {
 	switch f {
 	case FormatTable:
 		return c.WriteTextWith(w, o)

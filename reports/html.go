@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/harness/llm"
@@ -19,36 +20,40 @@ import (
 //go:embed html/report.html.tmpl html/report.css html/report.js
 var htmlFS embed.FS
 
-var htmlTemplate = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
-	"pct":       pct,
-	"score":     score,
-	"usd":       usd,
-	"thousands": thousands,
-	"join":      strings.Join,
-	"firstLine": firstLine,
-	"difflines": diffLines,
-	"plural":    plural,
-	"inc":       func(i int) int { return i + 1 },
-	"ci":        func(c [2]float64) string { return ci(c[0], c[1]) },
-	"tokens": func(c TokenCount) string {
-		return count(c.Input, c.UnknownCalls) + " / " + count(c.Output, c.UnknownCalls)
-	},
-	"count":    func(n int, c TokenCount) string { return count(n, c.UnknownCalls) },
-	"glatency": groupLatency,
-	"clatency": cellLatency,
-	"first":    firstEvent,
-	"gating":   func(cs Checks) Checks { return checksWhere(cs, true) },
-	"info":     func(cs Checks) Checks { return checksWhere(cs, false) },
-	"infoNotHeld": func(cs Checks) int {
-		n := 0
-		for _, c := range checksWhere(cs, false) {
-			if !c.Passed {
-				n++
+// htmlTemplate is parsed on first use, not at program start: most runs of the
+// CLI write no HTML.
+var htmlTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+		"pct":       pct,
+		"score":     score,
+		"usd":       usd,
+		"thousands": thousands,
+		"join":      strings.Join,
+		"firstLine": firstLine,
+		"difflines": diffLines,
+		"plural":    plural,
+		"inc":       func(i int) int { return i + 1 },
+		"ci":        func(c [2]float64) string { return ci(c[0], c[1]) },
+		"tokens": func(c TokenCount) string {
+			return count(c.Input, c.UnknownCalls) + " / " + count(c.Output, c.UnknownCalls)
+		},
+		"count":    func(n int, c TokenCount) string { return count(n, c.UnknownCalls) },
+		"glatency": groupLatency,
+		"clatency": cellLatency,
+		"first":    firstEvent,
+		"gating":   func(cs Checks) Checks { return checksWhere(cs, true) },
+		"info":     func(cs Checks) Checks { return checksWhere(cs, false) },
+		"infoNotHeld": func(cs Checks) int {
+			n := 0
+			for _, c := range checksWhere(cs, false) {
+				if !c.Passed {
+					n++
+				}
 			}
-		}
-		return n
-	},
-}).ParseFS(htmlFS, "html/report.html.tmpl"))
+			return n
+		},
+	}).ParseFS(htmlFS, "html/report.html.tmpl"))
+})
 
 // checksWhere keeps the checks that gate (gating) or the informational ones.
 func checksWhere(cs Checks, gating bool) Checks {
@@ -315,7 +320,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 	slices.Sort(p.Tags)
 	p.Cases = caseMatrix(rep)
 	var buf bytes.Buffer
-	if err := htmlTemplate.Execute(&buf, p); err != nil {
+	if err := htmlTemplate().Execute(&buf, p); err != nil {
 		return fmt.Errorf("html report: %w", err)
 	}
 	_, err = w.Write(buf.Bytes())

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dageval/dageval/internal/fileutil"
+	"github.com/dageval/dageval/internal/scrub"
 )
 
 // Format is a report format.
@@ -81,8 +82,27 @@ func ParseFormats(s string) ([]Format, error) {
 func Render(w io.Writer, r *Run, f Format) error { return RenderWith(w, r, f, TextOptions{}) }
 
 // RenderWith writes one format of a run's report to w, the table for a
-// terminal as o says.
+// terminal as o says. Every report is scrubbed on its way out (see
+// scrubbed).
 func RenderWith(w io.Writer, r *Run, f Format, o TextOptions) error {
+	return scrubbed(w, func(w io.Writer) error { return renderWith(w, r, f, o) })
+}
+
+// scrubbed renders into memory and writes the result with the secrets of
+// the environment (scrub.SecretEnv) and key-shaped strings replaced. The
+// runner scrubs results and cell files with the run's own secrets as it
+// writes them, so this only matters for runs written before, or by other
+// means: no report carries a key, whatever it was rendered from.
+func scrubbed(w io.Writer, render func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		return err
+	}
+	_, err := w.Write(scrub.FromEnv(nil).Bytes(buf.Bytes()))
+	return err
+}
+
+func renderWith(w io.Writer, r *Run, f Format, o TextOptions) error {
 	rep := Build(r)
 	switch f {
 	case FormatTable:

@@ -115,15 +115,7 @@ func (d *decoder) pathSpec(n ast.Node, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e, ok := f["path"]
-	if !ok {
-		return "", d.errf(n, key, "missing key path")
-	}
-	p, err := d.str(e.val, join(key, "path"))
-	if err != nil {
-		return "", err
-	}
-	return p, d.checkPath(e.val, join(key, "path"), p)
+	return d.filePath(f, n, key)
 }
 
 func (d *decoder) filePath(f map[string]entry, n ast.Node, key string) (string, error) {

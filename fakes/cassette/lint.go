@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"mime"
 	"net/url"
-	"os"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v4"
+
+	"github.com/dageval/dageval/internal/scrub"
 )
 
 // Lint checks, named in every Problem.
@@ -253,14 +253,5 @@ func bodyProblems(what, contentType, body string) []string {
 // EnvSecrets returns the values of DefaultSecretEnv and the extra variables
 // named (nil getenv means os.Getenv), for LintOptions.Secrets and Write.
 func EnvSecrets(getenv func(string) string, extra ...string) []string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	var out []string
-	for _, n := range append(slices.Clone(DefaultSecretEnv), extra...) {
-		if v := getenv(n); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
+	return scrub.EnvValues(getenv, extra...)
 }

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+
+	"github.com/dageval/dageval/internal/scrub"
 )
 
 // Redacted replaces the value of every sensitive header and query parameter
@@ -49,43 +51,10 @@ var VolatileHeaders = []string{
 	"X-Server-Timeout",
 }
 
-// DefaultSecretEnv names the environment variables that hold provider keys.
-// Their values, when set, must appear nowhere in a saved cassette.
-// The cloud routes' credential variables are here too: AWS keys and session
-// tokens, Bedrock API keys, a Google OAuth access token handed over in
-// GOOGLE_OAUTH_ACCESS_TOKEN, Entra ID tokens and client secrets.
-var DefaultSecretEnv = []string{
-	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY",
-	"OPENROUTER_API_KEY", "GROQ_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
-	"MISTRAL_API_KEY", "XAI_API_KEY", "DEEPSEEK_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY",
-	"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
-	"GOOGLE_OAUTH_ACCESS_TOKEN", "AZURE_OPENAI_AD_TOKEN", "AZURE_CLIENT_SECRET",
-}
-
-// minSecretLen is the shortest configured secret that is searched for.
-// Local servers take placeholder keys such as "ollama"; searching for those
-// would reject every cassette that names the server.
-const minSecretLen = 8
-
-// secretPatterns recognise provider keys by shape. Each must start at a word
-// boundary, which matchSecretPatterns checks.
-var secretPatterns = []struct {
-	kind string
-	re   *regexp.Regexp
-}{
-	{"an Anthropic API key", regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`)},
-	{"an OpenAI-style API key", regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_\-]{20,}`)},
-	{"a Google API key", regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`)},
-	{"a Groq API key", regexp.MustCompile(`gsk_[A-Za-z0-9]{20,}`)},
-	{"an xAI API key", regexp.MustCompile(`xai-[A-Za-z0-9]{20,}`)},
-	{"a Hugging Face token", regexp.MustCompile(`hf_[A-Za-z0-9]{30,}`)},
-	{"a GitHub token", regexp.MustCompile(`(?:ghp|gho|ghs|ghu)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{40,}`)},
-	{"an AWS access key id", regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`)},
-	// Bedrock API keys: long-term ones are base64 of "BedrockAPIKey-…"
-	// and start ABSK, short-term ones start bedrock-api-key-.
-	{"an Amazon Bedrock API key", regexp.MustCompile(`ABSK[A-Za-z0-9+/]{40,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{40,}={0,2}`)},
-	{"a Google OAuth access token", regexp.MustCompile(`ya29\.[0-9A-Za-z_\-]{20,}`)},
-}
+// DefaultSecretEnv names the environment variables that hold provider
+// credentials (scrub.SecretEnv). Their values, when set, must appear
+// nowhere in a saved cassette.
+var DefaultSecretEnv = scrub.SecretEnv
 
 func isSensitiveHeader(name string) bool {
 	return slices.ContainsFunc(SensitiveHeaders, func(h string) bool { return strings.EqualFold(h, name) })
@@ -225,51 +194,27 @@ type secretFinding struct {
 func (f secretFinding) String() string { return f.where + " " + f.what }
 
 // secretScanner finds credentials in interactions: sensitive headers that
-// were not redacted, the values of configured secrets, and key-shaped strings.
+// were not redacted, the values of configured secrets, and key-shaped
+// strings (what scrub.Scrubber finds).
 type secretScanner struct {
-	secrets []string
+	s *scrub.Scrubber
 }
 
 func newSecretScanner(values []string) *secretScanner {
-	s := &secretScanner{}
-	seen := map[string]bool{}
-	for _, v := range values {
-		v = strings.TrimSpace(v)
-		if len(v) < minSecretLen || seen[v] {
-			continue
-		}
-		seen[v] = true
-		s.secrets = append(s.secrets, v)
-	}
-	slices.Sort(s.secrets) // deterministic findings
-	return s
+	return &secretScanner{s: scrub.New(values...)}
 }
 
 func (s *secretScanner) text(where, text string) []secretFinding {
 	var out []secretFinding
-	for i, sec := range s.secrets {
-		if strings.Contains(text, sec) {
-			out = append(out, secretFinding{where, fmt.Sprintf("contains the value of configured secret #%d (%d characters)", i+1, len(sec))})
+	secrets := s.s.Secrets()
+	for _, f := range s.s.Find(text) {
+		if f.Secret > 0 {
+			out = append(out, secretFinding{where, fmt.Sprintf("contains the value of configured secret #%d (%d characters)", f.Secret, len(secrets[f.Secret-1]))})
+			continue
 		}
-	}
-	var taken [][]int // spans already reported, so one key is reported once
-	for _, p := range secretPatterns {
-		for _, m := range p.re.FindAllStringIndex(text, -1) {
-			if m[0] > 0 && isWordByte(text[m[0]-1]) {
-				continue
-			}
-			if slices.ContainsFunc(taken, func(t []int) bool { return m[0] < t[1] && t[0] < m[1] }) {
-				continue
-			}
-			taken = append(taken, m)
-			out = append(out, secretFinding{where, fmt.Sprintf("contains what looks like %s (%q…, %d characters)", p.kind, text[m[0]:m[0]+4], m[1]-m[0])})
-		}
+		out = append(out, secretFinding{where, fmt.Sprintf("contains what looks like %s (%q…, %d characters)", f.Kind, text[f.Start:min(f.Start+4, f.End)], f.End-f.Start)})
 	}
 	return out
-}
-
-func isWordByte(b byte) bool {
-	return b == '_' || b == '-' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
 }
 
 func (s *secretScanner) headers(where string, h http.Header) []secretFinding {
@@ -339,4 +284,54 @@ func (s *secretScanner) interaction(i *vcr.Interaction) []secretFinding {
 		out = append(out, s.text("response body (decoded event stream)", eventStreamText(i.Response.Body))...)
 	}
 	return out
+}
+
+// Scrub replaces the secrets s finds in an interaction's URL, header
+// values, form values and bodies with scrub.Marker, keeping the content
+// lengths in step, and reports whether it changed anything. A recording
+// runs it after Redact, so that an answer echoing a key is kept (and
+// replayed) with the key replaced, as everything else dageval writes is;
+// a replay scrubs each request the same way before matching it. Secrets
+// inside a binary event stream's frames are beyond it: Write's scan
+// still refuses those.
+func Scrub(i *vcr.Interaction, s *scrub.Scrubber) bool {
+	changed := false
+	str := func(p *string) {
+		if t := s.String(*p); t != *p {
+			*p, changed = t, true
+		}
+	}
+	headers := func(h http.Header) {
+		for _, vals := range h {
+			for j := range vals {
+				str(&vals[j])
+			}
+		}
+	}
+	str(&i.Request.URL)
+	headers(i.Request.Headers)
+	headers(i.Response.Headers)
+	for _, vals := range i.Request.Form {
+		for j := range vals {
+			str(&vals[j])
+		}
+	}
+	if b := i.Request.Body; b != "" {
+		str(&i.Request.Body)
+		if i.Request.Body != b && i.Request.ContentLength > 0 {
+			i.Request.ContentLength = int64(len(i.Request.Body))
+		}
+	}
+	if b := i.Response.Body; b != "" && !IsEventStreamType(i.Response.Headers.Get("Content-Type")) {
+		str(&i.Response.Body)
+		if i.Response.Body != b {
+			if i.Response.ContentLength > 0 {
+				i.Response.ContentLength = int64(len(i.Response.Body))
+			}
+			if i.Response.Headers.Get("Content-Length") != "" {
+				i.Response.Headers.Set("Content-Length", strconv.Itoa(len(i.Response.Body)))
+			}
+		}
+	}
+	return changed
 }

@@ -84,6 +84,20 @@ type antMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// decodedAntMessage is a message with its content decoded, as
+// antMessages keeps it.
+type decodedAntMessage struct {
+	antMessage
+	blocks []*antBlock
+}
+
+// antMessages and antContents keep decoded messages and tool-result
+// contents across requests (see memo).
+var (
+	antMessages memo[decodedAntMessage]
+	antContents memo[[]*antBlock]
+)
+
 // antBlock is any content block; which fields may be set depends on Type.
 type antBlock struct {
 	Type         string            `json:"type"`
@@ -151,8 +165,13 @@ type antOutputFormat struct {
 
 func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w antRequest
-	if e := strictDecode(body, &w, "request body"); e != nil {
-		return nil, nil, e
+	if elems, _, ok := decodeBody(body, &w, "messages"); ok {
+		w.Messages = elems
+	} else {
+		w = antRequest{}
+		if e := strictDecode(body, &w, "request body"); e != nil {
+			return nil, nil, e
+		}
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {
@@ -197,14 +216,18 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	var pending []string // tool_use ids the next user message must answer
 	for i, raw := range w.Messages {
 		at := fmt.Sprintf("messages.%d", i)
-		var m antMessage
-		if e := strictDecode(raw, &m, at); e != nil {
-			return nil, nil, e
-		}
-		blocks, e := decodeAntContent(m.Content, at+".content")
+		dm, e := antMessages.decode(raw, func() (decodedAntMessage, *apiError) {
+			var m antMessage
+			if e := strictDecode(raw, &m, at); e != nil {
+				return decodedAntMessage{}, e
+			}
+			blocks, e := decodeAntContent(m.Content, at+".content")
+			return decodedAntMessage{m, blocks}, e
+		})
 		if e != nil {
 			return nil, nil, e
 		}
+		m, blocks := dm.antMessage, dm.blocks
 		if len(blocks) == 0 {
 			return nil, nil, badRequest("%s.content: messages must have non-empty content", at)
 		}
@@ -506,7 +529,7 @@ func antToolResultContent(raw json.RawMessage, at string) ([]llm.Block, *apiErro
 	case "string":
 		return stringBlocks(raw), nil
 	case "array":
-		blocks, e := decodeAntContent(raw, at)
+		blocks, e := antContents.decode(raw, func() ([]*antBlock, *apiError) { return decodeAntContent(raw, at) })
 		if e != nil {
 			return nil, e
 		}

@@ -166,8 +166,13 @@ type chatResponseFormat struct {
 
 func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w chatRequest
-	if e := strictDecode(body, &w, "request body"); e != nil {
-		return nil, nil, e
+	if elems, _, ok := decodeBody(body, &w, "messages"); ok {
+		w.Messages = elems
+	} else {
+		w = chatRequest{}
+		if e := strictDecode(body, &w, "request body"); e != nil {
+			return nil, nil, e
+		}
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {
@@ -211,7 +216,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 	for i, raw := range w.Messages {
 		at := fmt.Sprintf("messages[%d]", i)
 		var m chatMessage
-		if e := strictDecode(raw, &m, at); e != nil {
+		if e := strictDecodeMemo(&chatMessages, raw, &m, at); e != nil {
 			return nil, nil, e
 		}
 		if len(pending) > 0 && m.Role != "tool" {
@@ -253,7 +258,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 			for j, rawCall := range m.ToolCalls {
 				cat := fmt.Sprintf("%s.tool_calls[%d]", at, j)
 				var tc chatToolCall
-				if e := strictDecode(rawCall, &tc, cat); e != nil {
+				if e := strictDecodeMemo(&chatToolCalls, rawCall, &tc, cat); e != nil {
 					return nil, nil, e
 				}
 				if tc.Type != "function" {
@@ -423,12 +428,27 @@ func unansweredToolCalls(ids []string) *apiError {
 // addOpenAIToolCall adds a call whose arguments arrive as a string holding
 // JSON; arguments that are not JSON make an invalid tool call.
 func addOpenAIToolCall(msg *llm.Message, id, name, args string) {
-	if json.Valid([]byte(args)) {
-		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: id, Name: name, Args: compactJSON([]byte(args))})
+	a, _ := toolArgs.decode([]byte(args), func() (validArgs, *apiError) {
+		if !json.Valid([]byte(args)) {
+			return validArgs{}, nil
+		}
+		return validArgs{true, compactJSON([]byte(args))}, nil
+	})
+	if a.valid {
+		msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: id, Name: name, Args: a.compact})
 		return
 	}
 	msg.InvalidToolCalls = append(msg.InvalidToolCalls, llm.InvalidToolCall{ID: id, Name: name, Args: args, Error: "arguments are not valid JSON"})
 }
+
+// validArgs is what addOpenAIToolCall keeps of a call's arguments.
+type validArgs struct {
+	valid   bool
+	compact json.RawMessage
+}
+
+// toolArgs keeps checked and compacted tool-call arguments (see memo).
+var toolArgs memo[validArgs]
 
 // openAIResponseFormat reads a structured-output format as the Responses
 // API writes it (Chat Completions nests name and schema one level down):
@@ -466,7 +486,7 @@ func chatContent(raw json.RawMessage, at string, media bool) ([]llm.Block, *apiE
 		for i, p := range parts {
 			pat := fmt.Sprintf("%s[%d]", at, i)
 			var part chatPart
-			if e := strictDecode(p, &part, pat); e != nil {
+			if e := strictDecodeMemo(&chatParts, p, &part, pat); e != nil {
 				return nil, e
 			}
 			switch part.Type {

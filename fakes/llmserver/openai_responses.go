@@ -120,8 +120,14 @@ type respTool struct {
 
 func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w respRequest
-	if e := strictDecode(body, &w, "request body"); e != nil {
-		return nil, nil, e
+	var items []json.RawMessage // the input items, when decodeBody split them
+	if elems, array, ok := decodeBody(body, &w, "input"); ok {
+		w.Input, items = array, elems
+	} else {
+		w = respRequest{}
+		if e := strictDecode(body, &w, "request body"); e != nil {
+			return nil, nil, e
+		}
 	}
 	call.Stream = w.Stream
 	if w.Model == nil || *w.Model == "" {
@@ -159,8 +165,9 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	case "string":
 		req.Messages = []llm.Message{llm.User(jsonString(w.Input))}
 	case "array":
-		var items []json.RawMessage
-		_ = json.Unmarshal(w.Input, &items)
+		if items == nil {
+			_ = json.Unmarshal(w.Input, &items)
+		}
 		if e := respInput(req, items); e != nil {
 			return nil, nil, e
 		}
@@ -220,7 +227,7 @@ func respInput(req *llm.Request, items []json.RawMessage) *apiError {
 	for i, raw := range items {
 		at := fmt.Sprintf("input[%d]", i)
 		var it respItem
-		if e := strictDecode(raw, &it, at); e != nil {
+		if e := strictDecodeMemo(&respItems, raw, &it, at); e != nil {
 			return e
 		}
 		kind := it.Type
@@ -352,7 +359,7 @@ func respContent(raw json.RawMessage, at, role string) ([]llm.Block, *apiError) 
 		for i, p := range parts {
 			pat := fmt.Sprintf("%s[%d]", at, i)
 			var part respPart
-			if e := strictDecode(p, &part, pat); e != nil {
+			if e := strictDecodeMemo(&respParts, p, &part, pat); e != nil {
 				return nil, e
 			}
 			switch part.Type {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -73,7 +72,7 @@ type Server struct {
 	apiKey     string
 	streamWait time.Duration
 	created    time.Time
-	ts         *httptest.Server
+	ts         *loopback
 	closed     chan struct{}
 	closeOnce  sync.Once
 
@@ -139,19 +138,19 @@ func (s *Server) Start() {
 	if s.ts != nil {
 		panic("llmserver: Server already started")
 	}
-	s.ts = httptest.NewServer(s)
-	s.URL = s.ts.URL
+	s.ts = listenLoopback(s, false)
+	s.URL = s.ts.url
 }
 
-// StartTLS is Start over HTTPS with httptest's self-signed certificate,
+// StartTLS is Start over HTTPS with a fresh self-signed certificate,
 // for clients that send credentials over TLS only (Azure OpenAI's SDK);
 // Client and Certificate let a test trust it.
 func (s *Server) StartTLS() {
 	if s.ts != nil {
 		panic("llmserver: Server already started")
 	}
-	s.ts = httptest.NewTLSServer(s)
-	s.URL = s.ts.URL
+	s.ts = listenLoopback(s, true)
+	s.URL = s.ts.url
 }
 
 // NewTLSServer starts a Server over HTTPS on a loopback port, like
@@ -164,15 +163,15 @@ func NewTLSServer(model llm.ChatModel, opts ...Option) *Server {
 
 // Client returns an HTTP client for a started server that trusts its
 // certificate when it serves HTTPS.
-func (s *Server) Client() *http.Client { return s.ts.Client() }
+func (s *Server) Client() *http.Client { return s.ts.client }
 
 // Certificate returns the certificate of a server started with StartTLS,
 // nil otherwise.
 func (s *Server) Certificate() *x509.Certificate {
-	if s.ts == nil || s.ts.TLS == nil {
+	if s.ts == nil {
 		return nil
 	}
-	return s.ts.Certificate()
+	return s.ts.cert
 }
 
 // OpenAIBaseURL is the base URL for OpenAI clients, which append paths such
@@ -183,7 +182,7 @@ func (s *Server) OpenAIBaseURL() string { return s.URL + "/v1" }
 func (s *Server) Close() {
 	s.closeOnce.Do(func() { close(s.closed) })
 	if s.ts != nil {
-		s.ts.Close()
+		s.ts.close()
 	}
 }
 
@@ -622,10 +621,17 @@ func jsonTypeName(goType string) string {
 
 // jsonString decodes raw, which jsonKind has found to be a JSON string.
 func jsonString(raw json.RawMessage) string {
-	var s string
-	_ = json.Unmarshal(raw, &s)
+	s, _ := jsonStrings.decode(raw, func() (string, *apiError) {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s, nil
+	})
 	return s
 }
+
+// jsonStrings keeps decoded JSON strings (message texts, tool outputs)
+// across requests (see memo).
+var jsonStrings memo[string]
 
 // stringBlocks is string content (raw is a JSON string) as blocks: one
 // text block, none when the string is empty.
@@ -674,12 +680,18 @@ func jsonKind(raw json.RawMessage) string {
 
 // compactJSON returns raw without insignificant whitespace.
 func compactJSON(raw []byte) json.RawMessage {
-	var b bytes.Buffer
-	if err := json.Compact(&b, raw); err != nil {
-		return json.RawMessage(raw)
-	}
-	return json.RawMessage(b.Bytes())
+	c, _ := compacted.decode(raw, func() (json.RawMessage, *apiError) {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			return json.RawMessage(raw), nil
+		}
+		return json.RawMessage(b.Bytes()), nil
+	})
+	return c
 }
+
+// compacted keeps compacted tool arguments and schemas (see memo).
+var compacted memo[json.RawMessage]
 
 // marshal encodes v as compact JSON without HTML escaping.
 func marshal(v any) []byte {

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/internal/scrub"
 )
 
 // Mode says where a Recorder's responses come from.
@@ -214,10 +214,13 @@ func ResolveModeOver(requested, fallback Mode, getenv func(string) string) (mode
 // answer is decoded as recorded (see cassette.RoutePath). A saved request carries its lane
 // in the cassette.LaneHeader header; interactions are grouped by lane on save.
 //
-// Before an exchange is kept, it is redacted (cassette.Redact); when saving,
-// the recorder refuses to write a file in which a configured secret, a
-// credential it saw in a header, or a key-shaped string appears
-// (cassette.Write).
+// Before an exchange is kept, it is redacted (cassette.Redact) and
+// scrubbed (cassette.Scrub): a configured secret, a credential it saw in
+// a header or a key-shaped string echoed in a body becomes scrub.Marker,
+// in the recording and in the answer the agent is served, so recording
+// and replaying a run see the same answers. When saving, the recorder
+// still refuses to write a file in which one appears (cassette.Write),
+// which leaves only secrets inside binary event streams to refuse.
 //
 // A recording replaces the cassette only when it is fit to replay. A failed
 // exchange (an error answer, or no answer at all) that is followed by the
@@ -245,6 +248,11 @@ type Recorder struct {
 	// error answers or nothing) and records it anew; "" when it did not.
 	rerecord string
 	existed  bool // a cassette file was there when the recorder opened
+
+	// scrub replaces the configured and environment secrets (and, once
+	// seen, the credentials of recorded headers) in what is kept and in
+	// the requests replay matches.
+	scrub *scrub.Scrubber
 
 	mu       sync.Mutex
 	entries  []*entry
@@ -302,6 +310,7 @@ func New(path string, opts ...Option) (*Recorder, error) {
 		}
 	}
 	r := &Recorder{path: path, mode: mode, modeReason: reason, canon: canon, cfg: cfg}
+	r.scrub = scrub.New(append(slices.Clone(cfg.secrets), cassette.EnvSecrets(cfg.getenv, cfg.secretEnv...)...)...)
 	if mode == ModeLive {
 		return r, nil
 	}
@@ -403,10 +412,21 @@ func newEntry(it *vcr.Interaction, index int) *entry {
 	return e
 }
 
+// TB is the part of a test NewTest uses; *testing.T and *testing.B are
+// ones. It is an interface so that programs linking the recorder do not
+// link package testing.
+type TB interface {
+	Helper()
+	Name() string
+	Cleanup(func())
+	Error(args ...any)
+	Fatal(args ...any)
+}
+
 // NewTest opens the cassette testdata/cassettes/<test name>.yaml for t and
 // stops the recorder when the test ends, failing the test when saving
 // fails. Re-record with DAGEVAL_RECORD=1 go test -run <test>.
-func NewTest(t testing.TB, opts ...Option) *Recorder {
+func NewTest(t TB, opts ...Option) *Recorder {
 	t.Helper()
 	r, err := New(TestCassettePath(t), opts...)
 	if err != nil {
@@ -424,7 +444,7 @@ var unsafePathChars = regexp.MustCompile(`[^A-Za-z0-9._/-]+`)
 
 // TestCassettePath is where NewTest keeps t's cassette: subtests
 // become subdirectories and other unsafe characters become "_".
-func TestCassettePath(t testing.TB) string {
+func TestCassettePath(t interface{ Name() string }) string {
 	name := unsafePathChars.ReplaceAllString(t.Name(), "_")
 	return filepath.Join("testdata", "cassettes", filepath.FromSlash(name)+".yaml")
 }
@@ -535,11 +555,24 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	lane := LaneOf(req.Context())
 	if r.mode != ModeRecord {
-		if resp := r.replay(req, lane, body); resp != nil {
+		// Recordings keep requests scrubbed, so a request is matched as
+		// it would have been kept: a tool result that prints a key finds
+		// the interaction recorded with the key replaced.
+		r.mu.Lock()
+		sc := r.scrub
+		r.mu.Unlock()
+		kept, mreq := sc.Bytes(body), req
+		if u := req.URL.String(); sc.String(u) != u {
+			if su, err := url.Parse(sc.String(u)); err == nil {
+				mreq = req.Clone(req.Context())
+				mreq.URL = su
+			}
+		}
+		if resp := r.replay(mreq, lane, kept); resp != nil {
 			return resp, nil
 		}
 		if r.mode == ModeReplay {
-			return nil, r.miss(req, lane, body)
+			return nil, r.miss(mreq, lane, kept)
 		}
 	}
 	return r.record(req, lane, body)
@@ -753,7 +786,23 @@ func (r *Recorder) capture(i *vcr.Interaction) error {
 	}
 	r.mu.Lock()
 	r.observed = append(r.observed, seen...)
+	if len(seen) > 0 {
+		// The bare credential, without its auth scheme: what a replay,
+		// which sees no headers, scrubs from the text around it.
+		bare := make([]string, 0, len(seen))
+		for _, v := range seen {
+			if scheme, rest, ok := strings.Cut(v, " "); ok && rest != "" && !strings.ContainsAny(scheme, "=:") {
+				v = rest
+			}
+			bare = append(bare, v)
+		}
+		r.scrub = r.scrub.With(bare...)
+	}
+	sc := r.scrub
 	r.mu.Unlock()
+	// What is kept is also what the agent is served (see record), so a
+	// recorded run sees the answers a replay will.
+	cassette.Scrub(i, sc)
 	r.pending.Store(id, i)
 	return nil
 }
@@ -793,6 +842,11 @@ func (r *Recorder) Stop() error {
 		}
 	}
 	for _, e := range r.entries {
+		if e.recorded {
+			// A credential first seen in a later exchange's headers may
+			// be echoed in an earlier one.
+			cassette.Scrub(e.it, r.scrub)
+		}
 		c.Interactions = append(c.Interactions, e.it)
 	}
 	return r.save(c)

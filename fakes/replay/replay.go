@@ -1,8 +1,6 @@
 package replay
 
 import (
-	"testing"
-
 	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/provider/builtin"
@@ -30,7 +28,7 @@ func Open(path string, base provider.Config, opts ...recorder.Option) (*recorder
 
 // OpenTest is Open for tests: it fails t when the cassette cannot be opened
 // and stops the recorder when the test ends, failing t if saving fails.
-func OpenTest(t testing.TB, path string, base provider.Config, opts ...recorder.Option) (*recorder.Recorder, *provider.Resolver) {
+func OpenTest(t recorder.TB, path string, base provider.Config, opts ...recorder.Option) (*recorder.Recorder, *provider.Resolver) {
 	t.Helper()
 	rec, r, err := Open(path, base, opts...)
 	if err != nil {

@@ -54,8 +54,8 @@ type BubblewrapOptions struct {
 	// ReadOnly lists further host paths commands may read, mounted where
 	// they are (a toolchain outside /usr, say).
 	ReadOnly []string
-	// Env is laid over the commands' environment (PATH, HOME=/tmp,
-	// TMPDIR=/tmp, LANG=C.UTF-8); the host's is never passed on.
+	// Env is laid over the commands' environment (CommandEnv's, with PWD
+	// the workspace, BubblewrapWorkdir); the host's is never passed on.
 	Env map[string]string
 	// Bwrap is the bubblewrap binary ("bwrap" on PATH when empty).
 	Bwrap string
@@ -539,7 +539,10 @@ func (b *Bubblewrap) command(ctx context.Context, workspace string, argv []strin
 	}
 	// Nothing else of the sandbox's own root is writable.
 	args = append(args, "--remount-ro", "/", "--clearenv")
-	env := map[string]string{"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8"}
+	env := CommandEnv(BubblewrapWorkdir)
+	if workspace == "" {
+		env["PWD"] = "/"
+	}
 	maps.Copy(env, o.Env)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		args = append(args, "--setenv", k, env[k])

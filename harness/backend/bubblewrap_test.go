@@ -303,3 +303,17 @@ func TestCompositeLifecycle(t *testing.T) {
 	assert.NoError(t, backend.Start(t.Context(), notes), "backends without a lifecycle need nothing")
 	assert.True(t, strings.HasPrefix(sb.ID(), "bwrap-"))
 }
+
+// A sandboxed command sees the fixed environment with the sandbox's own
+// paths: PWD is BubblewrapWorkdir, and no host path or variable is there.
+func TestBubblewrapEnvIsFixed(t *testing.T) {
+	host := hostValues(t)
+	sb := newBubblewrap(t, backend.BubblewrapOptions{Env: map[string]string{"SUITE_VAR": "given"}})
+	want := backend.CommandEnv(backend.BubblewrapWorkdir)
+	want["SUITE_VAR"] = "given"
+	assert.Equal(t, want, envOf(t, sb))
+	out, _ := run(t, sb, "env")
+	for _, v := range host {
+		assert.NotContains(t, out, v)
+	}
+}

@@ -24,9 +24,10 @@ type LocalShellOptions struct {
 	Timeout time.Duration
 	// MaxOutputBytes caps the combined output (100 000 when 0).
 	MaxOutputBytes int
-	// Env is the commands' environment. Without InheritEnv it is all they
-	// get (the shell then uses its built-in search path); with InheritEnv it
-	// is laid over this process's environment.
+	// Env is laid over the commands' environment. Without InheritEnv that
+	// is CommandEnv's fixed one, whatever the host's holds; with InheritEnv
+	// it is this process's environment (API keys and the user's paths
+	// included, so it is for trusted programs, not for agents in evals).
 	Env        map[string]string
 	InheritEnv bool
 	// Shell runs the command as `<Shell> -c <command>` (/bin/sh when empty).
@@ -82,22 +83,36 @@ func NewLocalShell(root string, opts LocalShellOptions) (*LocalShell, error) {
 		sum := sha256.Sum256([]byte(fsb.root))
 		s.id = "local-" + hex.EncodeToString(sum[:4])
 	}
-	env := map[string]string{}
+	env := CommandEnv(fsb.root)
 	if opts.InheritEnv {
+		env = map[string]string{}
 		for _, kv := range os.Environ() {
 			if k, v, ok := strings.Cut(kv, "="); ok {
 				env[k] = v
 			}
 		}
+		env["PWD"] = fsb.root
 	}
 	maps.Copy(env, opts.Env)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		s.env = append(s.env, k+"="+env[k])
 	}
-	if s.env == nil {
-		s.env = []string{} // an empty, not inherited, environment
-	}
 	return s, nil
+}
+
+// CommandPath is the search path of the commands of LocalShell and
+// Bubblewrap: the system's directories, never the host user's.
+const CommandPath = "/usr/local/bin:/usr/bin:/bin"
+
+// CommandEnv is the fixed environment commands run with, in a shell whose
+// working directory is workdir: PATH=CommandPath, HOME=/tmp, TMPDIR=/tmp,
+// LANG=C.UTF-8 and PWD=workdir. Nothing of the host's environment is
+// passed on (no API key, no user path, not the directory dageval runs
+// in), so what an agent's `env` prints depends only on where its commands
+// run: the sandbox's BubblewrapWorkdir, or a LocalShell's root, which is
+// a host directory since its commands run on the host.
+func CommandEnv(workdir string) map[string]string {
+	return map[string]string{"PATH": CommandPath, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PWD": workdir}
 }
 
 // ID implements Executor.

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/dageval/dageval/harness/llm"
@@ -19,6 +21,15 @@ import (
 
 //go:embed models.yaml
 var embedded []byte
+
+// embeddedJSON is models.yaml as JSON (TestModelsJSONIsCurrent keeps it
+// so; go test ./harness/catalog -run ModelsJSON -update rewrites it).
+// Default reads it: encoding/json decodes it in a fraction of the time the
+// YAML decoder takes, which every command that sizes or prices a model
+// paid at start-up.
+//
+//go:embed models.json
+var embeddedJSON []byte
 
 // Errors returned by Lookup and Cost. Both are wrapped with the spec and the
 // catalog version, so callers branch with errors.Is.
@@ -90,16 +101,24 @@ type Catalog struct {
 }
 
 type file struct {
-	Version    string   `yaml:"version"`
-	Currency   string   `yaml:"currency"`
-	SelfHosted []string `yaml:"self_hosted"`
+	Version    string   `yaml:"version" json:"version"`
+	Currency   string   `yaml:"currency" json:"currency"`
+	SelfHosted []string `yaml:"self_hosted" json:"self_hosted,omitempty"`
 	// ProviderAliases name providers that reach another provider's models
 	// under their own spec prefix, e.g. google_genai: for gemini:.
-	ProviderAliases map[string]string `yaml:"provider_aliases"`
-	Models          []Model           `yaml:"models"`
+	ProviderAliases map[string]string `yaml:"provider_aliases" json:"provider_aliases,omitempty"`
+	Models          []Model           `yaml:"models" json:"models"`
 }
 
-var defaultCatalog = sync.OnceValues(func() (*Catalog, error) { return Parse("models.yaml", embedded) })
+var defaultCatalog = sync.OnceValues(decodeEmbedded)
+
+func decodeEmbedded() (*Catalog, error) {
+	var f file
+	if err := json.Unmarshal(embeddedJSON, &f); err != nil {
+		return nil, fmt.Errorf("models.json: %w", err)
+	}
+	return build("models.json", &f, func(string) int { return 0 })
+}
 
 // Default returns the catalog embedded in dageval. The embedded file is
 // checked by the package tests, so an error here means a broken build.
@@ -132,7 +151,12 @@ func Parse(name string, data []byte) (*Catalog, error) {
 	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict()); err != nil {
 		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))
 	}
-	lineOf := lineFinder(data)
+	return build(name, &f, lineFinder(data))
+}
+
+// build checks a decoded catalog file and indexes it; lineOf gives the
+// line of a YAML path for errors.
+func build(name string, f *file, lineOf func(path string) int) (*Catalog, error) {
 	if f.Version == "" {
 		return nil, fmt.Errorf("%s: version is required (the date the prices were checked)", name)
 	}
@@ -186,10 +210,14 @@ func Parse(name string, data []byte) (*Catalog, error) {
 	return c, nil
 }
 
-// lineFinder returns a function giving the line of a YAML path, 0 if unknown.
+// lineFinder returns a function giving the line of a YAML path, 0 if
+// unknown. It parses the file into nodes on its first call only: a valid
+// file never needs them, and parsing the embedded catalog twice doubled
+// the start-up of every command that prices or sizes a model.
 func lineFinder(data []byte) func(path string) int {
-	f, err := parser.ParseBytes(data, 0)
+	parse := sync.OnceValues(func() (*ast.File, error) { return parser.ParseBytes(data, 0) })
 	return func(path string) int {
+		f, err := parse()
 		if err != nil {
 			return 0
 		}

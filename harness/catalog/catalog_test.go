@@ -213,3 +213,23 @@ func TestCloudRoutes(t *testing.T) {
 	_, err = catalog.Lookup("bedrock:amazon.nova-pro-v1:0")
 	assert.ErrorIs(t, err, catalog.ErrUnknownModel)
 }
+
+// BenchmarkParseEmbedded is what the first Lookup of a process pays: every
+// CLI command that sizes or prices a model parses the catalog once.
+func BenchmarkParseEmbedded(b *testing.B) {
+	for b.Loop() {
+		if _, err := catalog.Parse("models.yaml", catalog.EmbeddedYAML()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDefault is what Default pays once per process: decoding the
+// embedded catalog (models.json).
+func BenchmarkDefault(b *testing.B) {
+	for b.Loop() {
+		if _, err := catalog.DecodeEmbedded(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

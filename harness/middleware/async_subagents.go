@@ -52,6 +52,11 @@ type AsyncSubAgentOptions struct {
 	SystemPrompt string
 	// HTTPClient talks to the LangGraph servers (http.DefaultClient when nil).
 	HTTPClient *http.Client
+	// Local serves the graphs of async subagents that have no URL, in
+	// process: the deployment this agent is part of (in Deep Agents such a
+	// subagent runs on the same LangGraph server), such as the
+	// harness/agentserver that serves it. Its requests never touch the network.
+	Local http.Handler
 }
 
 // AsyncSubAgentMiddleware gives the agent tools to start, check, update,
@@ -94,15 +99,15 @@ func NewAsyncSubAgentMiddleware(opts AsyncSubAgentOptions) (*AsyncSubAgentMiddle
 	}
 	m.tools = []tool.Tool{
 		mk("start_async_task", "Start a long-running task on a remote subagent and return at once with its task_id; the subagent keeps working while you do other things.\n\nAvailable async subagent types:\n"+list+"\n\nThe description must be self-contained: the remote agent sees nothing else.",
-			`{"type":"object","properties":{"description":{"type":"string","description":"Complete instructions for the remote subagent."},"subagent_type":{"type":"string","description":"One of the async subagent types."}},"required":["description","subagent_type"],"additionalProperties":false}`, m.start),
+			`{"type":"object","properties":{"description":{"type":"string","description":"Complete instructions for the remote subagent."},"subagent_type":{"type":"string","description":"One of the async subagent types."}},"required":["description","subagent_type"]}`, m.start),
 		mk("check_async_task", "Get the current status of an async task and, when it has finished, its result. Statuses you saw earlier may be stale: call this to know.",
-			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"],"additionalProperties":false}`, m.check),
+			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`, m.check),
 		mk("update_async_task", "Send new instructions to a running async task; the remote subagent drops what it was doing and continues with the message on the same thread.",
-			`{"type":"object","properties":{"task_id":{"type":"string"},"message":{"type":"string","description":"The new instructions."}},"required":["task_id","message"],"additionalProperties":false}`, m.update),
+			`{"type":"object","properties":{"task_id":{"type":"string"},"message":{"type":"string","description":"The new instructions."}},"required":["task_id","message"]}`, m.update),
 		mk("cancel_async_task", "Cancel an async task that is no longer needed.",
-			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"],"additionalProperties":false}`, m.cancel),
+			`{"type":"object","properties":{"task_id":{"type":"string"}},"required":["task_id"]}`, m.cancel),
 		mk("list_async_tasks", "List the async tasks you launched with their live status. Use status_filter to narrow the list.",
-			`{"type":"object","properties":{"status_filter":{"type":["string","null"],"enum":["running","success","error","cancelled","all",null]}},"additionalProperties":false}`, m.list),
+			`{"type":"object","properties":{"status_filter":{"anyOf":[{"type":"string","enum":["running","success","error","cancelled","all"]},{"type":"null"}],"default":null}}}`, m.list),
 	}
 	return m, nil
 }
@@ -365,8 +370,13 @@ type asyncClient struct {
 }
 
 func (m *AsyncSubAgentMiddleware) client(sa AsyncSubAgent) (*asyncClient, error) {
+	hc := m.opts.HTTPClient
+	base := strings.TrimRight(sa.URL, "/")
 	if sa.URL == "" {
-		return nil, fmt.Errorf("async subagent %q has no url configured", sa.Name)
+		if m.opts.Local == nil {
+			return nil, fmt.Errorf("async subagent %q has no url, and no in-process server runs its graph %q (give it a url, or serve both agents with `dageval serve`)", sa.Name, sa.GraphID)
+		}
+		hc, base = &http.Client{Transport: inProcess{m.opts.Local}}, "http://in-process"
 	}
 	h := map[string]string{"x-auth-scheme": "langsmith"}
 	if len(sa.Headers) > 0 {
@@ -375,11 +385,56 @@ func (m *AsyncSubAgentMiddleware) client(sa AsyncSubAgent) (*asyncClient, error)
 			h["x-auth-scheme"] = "langsmith"
 		}
 	}
-	hc := m.opts.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 60 * time.Second}
 	}
-	return &asyncClient{base: strings.TrimRight(sa.URL, "/"), headers: h, http: hc}, nil
+	return &asyncClient{base: base, headers: h, http: hc}, nil
+}
+
+// inProcess is a transport that hands requests to a handler in this
+// process. The tools call only endpoints that answer at once (runs are
+// started in the background), so a recorded response is enough.
+type inProcess struct{ h http.Handler }
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	w := &bufferedResponse{header: http.Header{}}
+	t.h.ServeHTTP(w, req)
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return &http.Response{
+		Status:        fmt.Sprintf("%d %s", w.code, http.StatusText(w.code)),
+		StatusCode:    w.code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        w.header,
+		Body:          io.NopCloser(bytes.NewReader(w.body.Bytes())),
+		ContentLength: int64(w.body.Len()),
+		Request:       req,
+	}, nil
+}
+
+// bufferedResponse is the http.ResponseWriter of an in-process call: it
+// keeps the whole answer, which is all the tools' endpoints give (and
+// keeps net/http/httptest, a test package, out of the binary).
+type bufferedResponse struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (w *bufferedResponse) Header() http.Header { return w.header }
+
+func (w *bufferedResponse) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *bufferedResponse) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
 }
 
 func (c *asyncClient) do(ctx context.Context, method, path string, body, out any) error {

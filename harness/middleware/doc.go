@@ -28,4 +28,18 @@
 //   - Media blocks the model cannot take are replaced only when
 //     FilesystemOptions.MediaSupport says so; model capability profiles live
 //     above this package.
+//
+// # Tool schemas
+//
+// The built-in tools' JSON Schemas have the shapes Deep Agents sends, because
+// providers treat the shapes differently (OpenAI marks a tool strict only
+// when every object is closed; some validators reject a type list): an
+// optional argument is anyOf [{type: T}, {type: null}] with default null, as
+// Pydantic writes Optional[T], and the task and async subagent tools leave
+// additionalProperties unset, as their Pydantic models do. write_todos and
+// compact_conversation stay closed: their schemas are dageval's own
+// (write_todos is written by hand to show the status enum; LangChain derives
+// its own from a TypedDict) and a closed object is what their arguments are.
+// Typed tools (harness/tool) get their schemas from Go structs and are not
+// Deep Agents' tools.
 package middleware

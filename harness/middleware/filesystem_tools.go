@@ -36,16 +36,16 @@ var toolSchemas = map[string]string{
 	ToolDelete: `{"type":"object","properties":{"file_path":{"type":"string","description":` + strconv.Quote(argAbsPath) + `}},"required":["file_path"]}`,
 	ToolGlob: `{"type":"object","properties":{` +
 		`"pattern":{"type":"string","description":"Glob pattern, e.g. *.py, **/*.md or /src/*.go."},` +
-		`"path":{"type":["string","null"],"default":null,"description":` + strconv.Quote(argGlobPath) + `}},"required":["pattern"]}`,
+		`"path":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"description":` + strconv.Quote(argGlobPath) + `}},"required":["pattern"]}`,
 	ToolGrep: `{"type":"object","properties":{` +
 		`"pattern":{"type":"string","description":"Literal text to search for (not a regular expression)."},` +
-		`"path":{"type":["string","null"],"default":null,"description":` + strconv.Quote(argGrepPath) + `},` +
-		`"glob":{"type":["string","null"],"default":null,"description":` + strconv.Quote(argGrepGlob) + `},` +
+		`"path":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"description":` + strconv.Quote(argGrepPath) + `},` +
+		`"glob":{"anyOf":[{"type":"string"},{"type":"null"}],"default":null,"description":` + strconv.Quote(argGrepGlob) + `},` +
 		`"output_mode":{"type":"string","enum":["files_with_matches","content","count"],"default":"files_with_matches","description":` + strconv.Quote(argGrepMode) + `},` +
-		`"max_count":{"type":["integer","null"],"exclusiveMinimum":0,"default":null,"description":` + strconv.Quote(argMaxCount) + `}},"required":["pattern"]}`,
+		`"max_count":{"anyOf":[{"type":"integer","exclusiveMinimum":0},{"type":"null"}],"default":null,"description":` + strconv.Quote(argMaxCount) + `}},"required":["pattern"]}`,
 	ToolExecute: `{"type":"object","properties":{` +
 		`"command":{"type":"string","description":"The shell command to run."},` +
-		`"timeout":{"type":["integer","null"],"default":null,"description":` + strconv.Quote(argTimeout) + `}},"required":["command"]}`,
+		`"timeout":{"anyOf":[{"type":"integer"},{"type":"null"}],"default":null,"description":` + strconv.Quote(argTimeout) + `}},"required":["command"]}`,
 }
 
 // toolParams holds toolSchemas as the bytes every Filesystem shares (they

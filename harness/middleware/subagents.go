@@ -94,7 +94,7 @@ func NewSubAgentMiddleware(opts SubAgentOptions) (*SubAgentMiddleware, error) {
 // taskParams is the task tool's schema, shared by every instance.
 var taskParams = json.RawMessage(taskSchema)
 
-const taskSchema = `{"type":"object","properties":{"description":{"type":"string","description":"The complete task for the subagent: everything it needs to know, and what it should return."},"subagent_type":{"type":"string","description":"Which subagent to run; one of the types listed in the tool description."}},"required":["description","subagent_type"],"additionalProperties":false}`
+const taskSchema = `{"type":"object","properties":{"description":{"type":"string","description":"The complete task for the subagent: everything it needs to know, and what it should return."},"subagent_type":{"type":"string","description":"Which subagent to run; one of the types listed in the tool description."}},"required":["description","subagent_type"]}`
 
 // defaultTaskDescription is the task tool's description unless a profile or
 // the caller overrides it.

@@ -28,6 +28,8 @@ var allowed = []struct {
 	{"harness/middleware", []string{"harness/llm", "harness/catalog", "harness/tool", "harness/agent", "harness/backend"}},
 	{"harness/profile", []string{"harness/llm", "harness/catalog", "harness/tool", "harness/agent", "harness/backend", "harness/middleware"}},
 	{"harness/checkpoint", []string{"harness/llm", "harness/agent"}},
+	// The server side of the async subagents' protocol serves plain agents.
+	{"harness/agentserver", []string{"harness/llm", "harness/tool", "harness/agent"}},
 	{"harness/provider/", []string{"harness/llm", "harness/provider", "harness/provider/"}},
 	{"harness/provider", []string{"harness/llm"}},
 	// The agent-file format builds on the assembly pipeline, never the reverse.
@@ -54,7 +56,7 @@ var allowed = []struct {
 
 // leaves are utility packages with no module imports of their own; any
 // package may use them.
-var leaves = []string{"internal/fileutil", "internal/procgroup", "internal/yamlx"}
+var leaves = []string{"internal/fileutil", "internal/procgroup", "internal/scrub", "internal/yamlx"}
 
 // sdkPrefixes may only be imported under harness/provider/.
 //

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/evals/examples/internal/recording"
 	"github.com/dageval/dageval/fakes"
-	"github.com/dageval/dageval/fakes/llmserver"
-	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -358,47 +355,7 @@ func grade(req *llm.Request) (llm.Message, error) {
 }
 
 // Record re-records the cassettes of the suite at suitePath against a
-// local llmserver.Server playing Model, through the runner's real
-// recording path, one cell at a time so that every recording is
-// byte-identical.
+// local server playing Model (see recording.Recording.Run).
 func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.RunResult, error) {
-	srv := llmserver.NewServer(Model())
-	defer srv.Close()
-	s, err := evals.Load(suitePath)
-	if err != nil {
-		return nil, err
-	}
-	return s.Run(ctx, evals.Options{
-		Mode:        recorder.ModeRecord,
-		Concurrency: 1,
-		Transport:   redirect(srv.URL),
-		// A scripted local server's timings say nothing about a model and
-		// would make every recording differ.
-		Recorder: []recorder.Option{recorder.WithoutLatency()},
-		Getenv: func(name string) string {
-			if name == "ANTHROPIC_API_KEY" {
-				return "local-placeholder-key" // the local server accepts any key
-			}
-			return ""
-		},
-		Progress: progress,
-	})
+	return recording.Recording{Suite: suitePath, Model: Model(), KeyEnvs: []string{"ANTHROPIC_API_KEY"}}.Run(ctx, progress)
 }
-
-// redirect sends every request to the server at base whatever host it was
-// addressed to, so cassettes recorded through it name the real provider.
-func redirect(base string) http.RoundTripper {
-	u, err := url.Parse(base)
-	if err != nil {
-		panic(err)
-	}
-	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		out := req.Clone(req.Context())
-		out.URL.Scheme, out.URL.Host, out.Host = u.Scheme, u.Host, ""
-		return http.DefaultTransport.RoundTrip(out)
-	})
-}
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -9,9 +9,7 @@ import (
 	"strings"
 
 	"github.com/dageval/dageval/evals"
-	"github.com/dageval/dageval/evals/examples/quickstart"
-	"github.com/dageval/dageval/fakes/llmserver"
-	"github.com/dageval/dageval/fakes/recorder"
+	"github.com/dageval/dageval/evals/examples/internal/recording"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -57,28 +55,9 @@ func (scripted) Generate(_ context.Context, req *llm.Request) (*llm.Response, er
 	return &llm.Response{Message: llm.Assistant(answer)}, nil
 }
 
-// Record re-records the suite's cassettes against a local llmserver.Server
-// playing ScriptedModel, through the runner's real recording path, with
-// the registrations of Registry; one cell at a time and without timings,
-// so that every recording is byte-identical.
+// Record re-records the suite's cassettes against a local server playing
+// ScriptedModel, with the registrations of Registry (see
+// recording.Recording.Run).
 func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.RunResult, error) {
-	srv := llmserver.NewServer(ScriptedModel())
-	defer srv.Close()
-	s, err := Registry().Load(suitePath)
-	if err != nil {
-		return nil, err
-	}
-	return s.Run(ctx, evals.Options{
-		Mode:        recorder.ModeRecord,
-		Concurrency: 1,
-		Transport:   quickstart.Redirect(srv.URL),
-		Recorder:    []recorder.Option{recorder.WithoutLatency()},
-		Getenv: func(name string) string {
-			if name == Gateway.APIKeyEnv {
-				return "local-placeholder-key"
-			}
-			return ""
-		},
-		Progress: progress,
-	})
+	return recording.Recording{Suite: suitePath, Load: Registry().Load, Model: ScriptedModel(), KeyEnvs: []string{Gateway.APIKeyEnv}}.Run(ctx, progress)
 }

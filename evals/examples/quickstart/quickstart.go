@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/evals/examples/internal/recording"
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/fakes/llmserver"
-	"github.com/dageval/dageval/fakes/recorder"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -205,10 +203,10 @@ func grade(req *llm.Request) (llm.Message, error) {
 	if !ok {
 		return llm.Message{}, fmt.Errorf("quickstart grader: no rubric or transcript in the request")
 	}
-	transcript, answer := g.Transcript, g.Answer
+	answer := g.Answer
 	called := func(names ...string) bool {
 		for _, n := range names {
-			if strings.Contains(transcript, `<tool_call name="`+n+`"`) {
+			if g.Called(n) {
 				return true
 			}
 		}
@@ -237,7 +235,7 @@ func grade(req *llm.Request) (llm.Message, error) {
 				v.Passed, v.Gap = false, "The answer does not name the document it relies on; cite it, e.g. docs/refunds.md."
 			}
 		case "answers-the-question":
-			if strings.TrimSpace(answer) == "" || strings.HasPrefix(answer, "<tool_call") {
+			if strings.TrimSpace(answer) == "" {
 				v.Passed, v.Gap = false, "There is no final answer."
 			}
 		}
@@ -254,60 +252,8 @@ func grade(req *llm.Request) (llm.Message, error) {
 	return llm.Assistant("", llm.ToolCall{Name: "GraderResponse", Args: args}), nil
 }
 
-// Redirect sends every request to the server at base (for example a
-// llmserver.Server) whatever host it was addressed to. Requests keep their
-// original URL everywhere else, so cassettes recorded through it name the
-// real provider.
-func Redirect(base string) http.RoundTripper {
-	u, err := url.Parse(base)
-	if err != nil {
-		panic(err)
-	}
-	return redirect{to: u, next: http.DefaultTransport}
-}
-
-type redirect struct {
-	to   *url.URL
-	next http.RoundTripper
-}
-
-func (r redirect) RoundTrip(req *http.Request) (*http.Response, error) {
-	out := req.Clone(req.Context())
-	out.URL.Scheme, out.URL.Host, out.Host = r.to.Scheme, r.to.Host, ""
-	return r.next.RoundTrip(out)
-}
-
-// RecordEnv is the environment of a recording: placeholder API keys (the
-// local server accepts any) and nothing else, so that neither CI nor
-// DAGEVAL_RECORD changes an explicit recording and no real key is read.
-func RecordEnv(name string) string {
-	switch name {
-	case "ANTHROPIC_API_KEY", "OPENAI_API_KEY":
-		return "local-placeholder-key"
-	}
-	return ""
-}
-
 // Record re-records the cassettes of the suite at suitePath against a
-// local llmserver.Server playing Model, through the runner's real recording
-// path (record mode, the real provider adapters, one cassette per cell).
-// Cells are recorded one at a time: the server derives response ids from
-// the requests it has seen, so a fixed order makes every recording of the
-// suite byte-identical; and without timings, which for a local scripted
-// server say nothing and would differ on every recording.
+// local server playing Model (see recording.Recording.Run).
 func Record(ctx context.Context, suitePath string, progress io.Writer) (*evals.RunResult, error) {
-	srv := llmserver.NewServer(Model())
-	defer srv.Close()
-	s, err := evals.Load(suitePath)
-	if err != nil {
-		return nil, err
-	}
-	return s.Run(ctx, evals.Options{
-		Mode:        recorder.ModeRecord,
-		Concurrency: 1,
-		Transport:   Redirect(srv.URL),
-		Recorder:    []recorder.Option{recorder.WithoutLatency()},
-		Getenv:      RecordEnv,
-		Progress:    progress,
-	})
+	return recording.Recording{Suite: suitePath, Model: Model(), KeyEnvs: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}}.Run(ctx, progress)
 }

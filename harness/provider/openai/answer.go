@@ -2,6 +2,11 @@ package openai
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
 
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -32,6 +37,34 @@ func (b *answerBody) UnmarshalJSON(raw []byte) error {
 	}
 	b.r = r
 	return nil
+}
+
+// decodeAnswer decodes a Responses API answer's body as the SDK does into
+// an answerBody destination, with the same errors, but without its
+// decoder's two passes over the whole body (one to find the value's end,
+// one to hand it over): a body that is valid JSON goes to answerBody at
+// once, anything else through the SDK's own steps.
+func decodeAnswer(res *http.Response, raw []byte) (answerBody, error) {
+	var body answerBody
+	ct := ""
+	if res != nil {
+		ct = res.Header.Get("content-type")
+	}
+	mediaType, _, _ := mime.ParseMediaType(ct)
+	if !strings.Contains(mediaType, "application/json") && !strings.HasSuffix(mediaType, "+json") {
+		return body, fmt.Errorf("expected destination type of 'string' or '[]byte' for responses with content-type '%s' that is not 'application/json'", ct)
+	}
+	if json.Valid(raw) {
+		err := body.UnmarshalJSON(bytes.Trim(raw, " \t\r\n"))
+		if err != nil {
+			err = fmt.Errorf("error parsing response json: %w", err)
+		}
+		return body, err
+	}
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&body); err != nil {
+		return body, fmt.Errorf("error parsing response json: %w", err)
+	}
+	return body, nil
 }
 
 // trimObject returns the JSON object raw (valid JSON) with only the members

@@ -232,11 +232,16 @@ func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewP
 	if err != nil {
 		return nil, err
 	}
-	var body answerBody
-	if _, err := svc.responses.New(ctx, params, append(append(opts, option.WithResponseBodyInto(&body)), extra...)...); err != nil {
+	var raw []byte
+	var res *http.Response
+	if _, err := svc.responses.New(ctx, params, append(append(opts, option.WithResponseBodyInto(&raw), option.WithResponseInto(&res)), extra...)...); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			return m.timed(capture)(m.streamResponses(ctx, params, keepAll, answerClient(a)))
 		}
+		return nil, m.classify(ctx, err, capture)
+	}
+	body, err := decodeAnswer(res, raw)
+	if err != nil {
 		return nil, m.classify(ctx, err, capture)
 	}
 	return m.timed(capture)(m.fromResponse(body.r))

@@ -7,30 +7,8 @@
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
-
 	"github.com/dageval/dageval/evals/examples/coding"
+	"github.com/dageval/dageval/evals/examples/internal/recording"
 )
 
-func main() {
-	suite := flag.String("suite", "evals/examples/coding/suite.yaml", "the suite to record")
-	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	oc, err := coding.Record(ctx, *suite, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "record:", err)
-		os.Exit(2)
-	}
-	for _, r := range oc.Results {
-		if r.Status == "error" {
-			fmt.Fprintf(os.Stderr, "record: %s errored: %s\n", r.ID, r.Error)
-			os.Exit(1)
-		}
-	}
-	fmt.Fprintf(os.Stderr, "recorded %d cassettes for %s (passed: %v)\n", len(oc.Results), oc.Summary.Suite, oc.Summary.Passed)
-}
+func main() { recording.Main("evals/examples/coding/suite.yaml", coding.Record) }

@@ -1,0 +1,2 @@
+class StateBackend:
+    """Placeholder for Deep Agents' state backend."""

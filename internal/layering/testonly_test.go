@@ -1,0 +1,72 @@
+package layering
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// testOnly are the standard library's packages for tests.
+var testOnly = []string{"testing", "net/http/httptest"}
+
+// testOnlyThirdParty are the dependencies that import a test-only package
+// in non-test files, so that linking them links it: go-vcr's cassette
+// package (its server-replay helpers) and recorder (its middleware records
+// into an httptest.ResponseRecorder), and genai (its replay client). The
+// CLI needs all three; nothing else may bring testing or httptest in.
+var testOnlyThirdParty = []string{
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette",
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder",
+	"google.golang.org/genai",
+}
+
+// TestCLILinksNoTestOnlyPackage is the go list -deps check on the binary:
+// no package of this module that cmd/dageval links imports testing or
+// net/http/httptest (test helpers take small interfaces instead, and the
+// local server listens without httptest), and of the dependencies only
+// those listed above do.
+func TestCLILinksNoTestOnlyPackage(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/cmd/dageval").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	if bad := testOnlyImporters(out); len(bad) > 0 {
+		t.Errorf("cmd/dageval links test-only packages through:\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// testOnlyImporters returns "pkg imports x" for each package in go list
+// output ("path imports...", a line each) that imports a test-only
+// package and is not an allowed dependency.
+func testOnlyImporters(goList []byte) []string {
+	var bad []string
+	sc := bufio.NewScanner(bytes.NewReader(goList))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || slices.Contains(testOnlyThirdParty, f[0]) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if slices.Contains(testOnly, imp) {
+				bad = append(bad, f[0]+" imports "+imp)
+			}
+		}
+	}
+	return bad
+}
+
+func TestTestOnlyImportersCatchesViolations(t *testing.T) {
+	in := []byte(module + "/fakes/llmserver net/http net/http/httptest\n" +
+		module + "/evals fmt testing\n" +
+		"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette testing net/http/httptest\n" +
+		module + "/cli fmt os\n")
+	got := testOnlyImporters(in)
+	want := []string{module + "/fakes/llmserver imports net/http/httptest", module + "/evals imports testing"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
