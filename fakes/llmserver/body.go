@@ -3,6 +3,8 @@ package llmserver
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/dageval/dageval/internal/jsonscan"
 )
 
 // validJSON keeps which request pieces (history items) are valid JSON.
@@ -41,30 +43,30 @@ func decodeBody(body []byte, v any, key string) (elems []json.RawMessage, array 
 // unescaping and that has key once and no other key that encoding/json
 // would match to the same field (it matches case-insensitively).
 func memberValue(b []byte, key string) (start, end int, ok bool) {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return 0, 0, false
 	}
 	found := false
 	for i++; ; {
-		i = skipWS(b, i)
+		i = jsonscan.SkipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
 			return start, end, found
 		}
 		if i >= len(b) || b[i] != '"' {
 			return 0, 0, false
 		}
-		ke := stringEnd(b, i)
+		ke := jsonscan.StringEnd(b, i)
 		k := b[i+1 : ke-1]
 		if bytes.IndexByte(k, '\\') >= 0 {
 			return 0, 0, false
 		}
-		i = skipWS(b, ke)
+		i = jsonscan.SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return 0, 0, false
 		}
-		vs := skipWS(b, i+1)
-		ve := valueEnd(b, vs)
+		vs := jsonscan.SkipSpace(b, i+1)
+		ve := jsonscan.ValueEnd(b, vs)
 		if ve <= vs {
 			return 0, 0, false
 		}
@@ -74,7 +76,7 @@ func memberValue(b []byte, key string) (start, end int, ok bool) {
 			}
 			found, start, end = true, vs, ve
 		}
-		i = skipWS(b, ve)
+		i = jsonscan.SkipSpace(b, ve)
 		switch {
 		case i < len(b) && b[i] == ',':
 			i++
@@ -92,13 +94,13 @@ func splitArray(a []byte) ([]json.RawMessage, bool) {
 		return nil, false
 	}
 	var out []json.RawMessage
-	i := skipWS(a, 1)
+	i := jsonscan.SkipSpace(a, 1)
 	if a[i] == ']' {
 		return []json.RawMessage{}, i == len(a)-1
 	}
 	for {
 		vs := i
-		ve := valueEnd(a, vs)
+		ve := jsonscan.ValueEnd(a, vs)
 		if ve <= vs || ve > len(a)-1 {
 			return nil, false
 		}
@@ -108,66 +110,14 @@ func splitArray(a []byte) ([]json.RawMessage, bool) {
 			return nil, false
 		}
 		out = append(out, json.RawMessage(el))
-		i = skipWS(a, ve)
+		i = jsonscan.SkipSpace(a, ve)
 		switch {
 		case a[i] == ',':
-			i = skipWS(a, i+1)
+			i = jsonscan.SkipSpace(a, i+1)
 		case a[i] == ']' && i == len(a)-1:
 			return out, true
 		default:
 			return nil, false
 		}
 	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the string literal at i.
-func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just past the value at i, assuming it is
-// valid; callers check what they take with json.Valid or a decoder.
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+
+	"github.com/dageval/dageval/internal/jsonscan"
 )
 
 // quickCheck accepts the arguments of the common flat schemas (an object
@@ -89,22 +91,22 @@ func (q *quickCheck) valid(args json.RawMessage) bool {
 	if !json.Valid(args) {
 		return false
 	}
-	i := skipSpace(args, 0)
+	i := jsonscan.SkipSpace(args, 0)
 	if args[i] != '{' {
 		return false
 	}
 	var seen uint64
 	for i++; ; {
-		i = skipSpace(args, i)
+		i = jsonscan.SkipSpace(args, i)
 		if args[i] == '}' {
 			break
 		}
-		keyEnd := endOfString(args, i)
+		keyEnd := jsonscan.StringEnd(args, i)
 		key := args[i+1 : keyEnd-1]
-		i = skipSpace(args, keyEnd) + 1 // past ':'
-		start := skipSpace(args, i)
-		end := endOfValue(args, start)
-		i = skipSpace(args, end)
+		i = jsonscan.SkipSpace(args, keyEnd) + 1 // past ':'
+		start := jsonscan.SkipSpace(args, i)
+		end := jsonscan.ValueEnd(args, start)
+		i = jsonscan.SkipSpace(args, end)
 		if args[i] == ',' {
 			i++
 		}
@@ -150,51 +152,4 @@ func quickType(t string, v json.RawMessage) bool {
 		return true
 	}
 	return false
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the index just past the string literal at i.
-func endOfString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// endOfValue returns the index just past the (valid) value at i.
-func endOfValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return endOfString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = endOfString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/dageval/dageval/internal/jsonscan"
 )
 
 // answerMembers are the members of a Responses API answer fromResponse
@@ -71,37 +73,37 @@ func decodeAnswer(res *http.Response, raw []byte) (answerBody, error) {
 // named in keep, the first of each name as the SDK's decoder reads it, or
 // false when raw is not an object or has keys it would have to unescape.
 func trimObject(raw []byte, keep [][]byte) ([]byte, bool) {
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
 	found := make([][]byte, len(keep))
 	i++
 	for {
-		i = skipSpace(raw, i)
+		i = jsonscan.SkipSpace(raw, i)
 		if i < len(raw) && raw[i] == '}' {
 			break
 		}
 		if i >= len(raw) || raw[i] != '"' {
 			return nil, false
 		}
-		keyEnd := endOfString(raw, i)
+		keyEnd := jsonscan.StringEnd(raw, i)
 		key := raw[i+1 : keyEnd-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return nil, false
 		}
-		i = skipSpace(raw, keyEnd)
+		i = jsonscan.SkipSpace(raw, keyEnd)
 		if i >= len(raw) || raw[i] != ':' {
 			return nil, false
 		}
-		start := skipSpace(raw, i+1)
-		end := endOfValue(raw, start)
+		start := jsonscan.SkipSpace(raw, i+1)
+		end := jsonscan.ValueEnd(raw, start)
 		for k, name := range keep {
 			if found[k] == nil && bytes.Equal(key, name) {
 				found[k] = raw[start:end]
 			}
 		}
-		i = skipSpace(raw, end)
+		i = jsonscan.SkipSpace(raw, end)
 		if i < len(raw) && raw[i] == ',' {
 			i++
 		}
@@ -121,55 +123,4 @@ func trimObject(raw []byte, keep [][]byte) ([]byte, bool) {
 		out = append(out, v...)
 	}
 	return append(out, '}'), true
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the index just past the string literal starting at i.
-func endOfString(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return len(b)
-}
-
-// endOfValue returns the index just past the (valid) value starting at i.
-func endOfValue(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return endOfString(b, i)
-	case '{', '[':
-		depth := 0
-		for ; i < len(b); i++ {
-			switch b[i] {
-			case '"':
-				i = endOfString(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
 }
