@@ -5,7 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -31,35 +32,7 @@ model providers, which the fakes recorder replays in tests and evals.`,
 }
 
 func runCassette(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 {
-		printCassetteUsage(e.stderr)
-		return usageError("")
-	}
-	switch args[0] {
-	case "-h", "--help", "-help", "help":
-		printCassetteUsage(e.stdout)
-		return flag.ErrHelp
-	}
-	sub, ok := cassetteCommands[args[0]]
-	if !ok {
-		printCassetteUsage(e.stderr)
-		return usageError("unknown subcommand %q", args[0])
-	}
-	return sub.run(ctx, e, args[1:])
-}
-
-func printCassetteUsage(w io.Writer) {
-	c := commands["cassette"]
-	fmt.Fprintf(w, "Usage: dageval cassette %s\n\n%s\n\nSubcommands:\n", c.usage, strings.TrimSpace(c.help))
-	names := make([]string, 0, len(cassetteCommands))
-	for n := range cassetteCommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, cassetteCommands[n].summary)
-	}
-	fmt.Fprintf(w, "\nRun 'dageval cassette <subcommand> --help' for its flags.\n")
+	return runGroup(ctx, e, "cassette", cassetteCommands, 8, args)
 }
 
 // parseInterleaved parses flags that may come before, between or after the
@@ -81,4 +54,34 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// runGroup runs a subcommand of the command group name (cassette,
+// profile): its usage on -h or none given, an error naming the group for
+// an unknown one. width aligns the subcommands' summaries.
+func runGroup(ctx context.Context, e *env, name string, subs map[string]*command, width int, args []string) error {
+	if len(args) == 0 {
+		printGroupUsage(e.stderr, name, subs, width)
+		return usageError("")
+	}
+	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		printGroupUsage(e.stdout, name, subs, width)
+		return flag.ErrHelp
+	}
+	sub, ok := subs[args[0]]
+	if !ok {
+		printGroupUsage(e.stderr, name, subs, width)
+		return usageError("unknown subcommand %q", args[0])
+	}
+	return sub.run(ctx, e, args[1:])
+}
+
+func printGroupUsage(w io.Writer, name string, subs map[string]*command, width int) {
+	c := commands[name]
+	fmt.Fprintf(w, "Usage: dageval %s %s\n\n%s\n\nSubcommands:\n", name, c.usage, strings.TrimSpace(c.help))
+	for _, n := range slices.Sorted(maps.Keys(subs)) {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, subs[n].summary)
+	}
+	fmt.Fprintf(w, "\nRun 'dageval %s <subcommand> --help' for its flags.\n", name)
 }
