@@ -392,6 +392,7 @@ func profileText(d profile.Description) string {
 			sb.WriteString("    system_prompt:\n" + indentBlock(*gp.SystemPrompt, "      "))
 		}
 	}
+	text("todo_system_prompt", d.TodoSystemPrompt)
 	if empty {
 		sb.WriteString(" (none)\n")
 	}

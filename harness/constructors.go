@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"slices"
+
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/catalog"
@@ -93,4 +95,27 @@ func interruptsFromPermissions(perms []middleware.Permission) (middleware.Interr
 		return nil, err
 	}
 	return ps.InterruptOn(), nil
+}
+
+// reword gives the finished stack's re-wordable middleware (write_todos,
+// compact_conversation, the async subagent tools, the todo prompt) the
+// profile's text. It runs last, so it reaches that middleware wherever it
+// came from — the profile's extra middleware, the caller's — which the
+// profile's text cannot reach when the middleware is built. The file tools
+// and task get it when they are built, as in Deep Agents.
+func reword(mws []agent.Middleware, p *profile.HarnessProfile) []agent.Middleware {
+	o := middleware.TextOverrides{ToolDescriptions: p.ToolDescriptionOverrides()}
+	if s, ok := p.TodoSystemPrompt(); ok {
+		o.TodoSystemPrompt = &s
+	}
+	if len(o.ToolDescriptions) == 0 && o.TodoSystemPrompt == nil {
+		return mws
+	}
+	out := slices.Clone(mws)
+	for i, m := range out {
+		if r, ok := m.(middleware.Overridable); ok {
+			out[i] = r.WithOverrides(o)
+		}
+	}
+	return out
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/harness/tool"
@@ -329,4 +331,56 @@ general_purpose_subagent: {description: Generalist., system_prompt: GP.}
 	require.NoError(t, err)
 	assert.Equal(t, cfg.Normalized(), back.Normalized())
 	assert.Equal(t, []string{"delete", "grep"}, as.Profile.ExcludedTools, "sorted")
+}
+
+// A profile's tool descriptions reach every tool a built-in middleware adds,
+// wherever the middleware came from, and its todo prompt reaches every todo
+// list, in each stack the profile shapes; text the caller gave a middleware
+// itself wins.
+func TestProfileRewordsEveryBuiltinTool(t *testing.T) {
+	todoPrompt := "PROFILE todo prompt."
+	descs := map[string]string{"ls": "PROFILE ls.", "write_todos": "PROFILE write_todos.", "check_async_task": "PROFILE check.",
+		"start_async_task": "PROFILE start:\n{available_agents}"}
+	reg := registryWith(t, map[string]profile.HarnessSpec{"anthropic": {
+		ExtraMiddlewareFactory: func() []agent.Middleware {
+			return []agent.Middleware{middleware.NewTodoList(middleware.TodoListConfig{})}
+		},
+	}})
+	cfg := harness.Config{Model: fakeModel("anthropic", "claude-sonnet-4-6"), Profiles: reg,
+		Profile: profile.MustHarnessProfile(profile.HarnessSpec{ToolDescriptionOverrides: descs, TodoSystemPrompt: &todoPrompt}),
+		SubAgents: []harness.SubAgentSpec{
+			{Name: "remote", Description: "Works remotely.", GraphID: "g", URL: "http://127.0.0.1:9"},
+			{Name: "planner", Description: "Plans.", SystemPrompt: "You plan.",
+				Middleware: []agent.Middleware{middleware.NewTodoList(middleware.TodoListConfig{ToolDescription: "OWN write_todos."})}},
+		}}
+	as := describe(t, newAgent(t, cfg))
+	desc := func(s harness.Stack, name string) string {
+		for _, tl := range s.Tools {
+			if tl.Name == name {
+				return tl.Description
+			}
+		}
+		t.Fatalf("stack %s has no tool %s: %v", s.Name, name, stackTools(s))
+		return ""
+	}
+	main := stackOf(t, as, "main")
+	assert.Equal(t, "PROFILE ls.", desc(main, "ls"))
+	assert.Equal(t, "PROFILE write_todos.", desc(main, "write_todos"), "the profile factory's todo list")
+	assert.Equal(t, "PROFILE check.", desc(main, "check_async_task"))
+	assert.Equal(t, "PROFILE start:\n- remote: Works remotely.", desc(main, "start_async_task"))
+	assert.True(t, strings.HasSuffix(main.SystemPrompt, "\n\n"+todoPrompt) || main.SystemPrompt == todoPrompt, main.SystemPrompt)
+
+	gp := stackOf(t, as, "subagent:general-purpose")
+	assert.Equal(t, "PROFILE write_todos.", desc(gp, "write_todos"))
+	assert.True(t, strings.HasSuffix(gp.SystemPrompt, "\n\n"+todoPrompt), gp.SystemPrompt)
+
+	planner := stackOf(t, as, "subagent:planner")
+	assert.Equal(t, "OWN write_todos.", desc(planner, "write_todos"), "the caller's own description wins")
+	assert.True(t, strings.HasSuffix(planner.SystemPrompt, "\n\n"+todoPrompt), "its prompt was left to the profile: %s", planner.SystemPrompt)
+
+	// Without the profile, the text is the middleware's own.
+	cfg.Profile = nil
+	main = stackOf(t, describe(t, newAgent(t, cfg)), "main")
+	assert.NotEqual(t, "PROFILE write_todos.", desc(main, "write_todos"))
+	assert.NotContains(t, main.SystemPrompt, todoPrompt)
 }

@@ -101,6 +101,7 @@ func (b *builder) declarative(spec SubAgentSpec) (middleware.SubAgent, error) {
 		}
 		mws = append(mws, h)
 	}
+	mws = reword(mws, prof)
 	tools := spec.Tools
 	if tools == nil {
 		tools = b.cfg.Tools
@@ -207,6 +208,7 @@ func (b *builder) generalPurpose(matcher *profile.ExclusionMatcher) (middleware.
 		}
 		mws = append(mws, h)
 	}
+	mws = reword(mws, b.prof)
 	a, err := agent.New(agent.Config{
 		Name:           GeneralPurposeName,
 		Model:          b.model,
@@ -305,7 +307,7 @@ func (b *builder) mainStack(matcher *profile.ExclusionMatcher, inline []middlewa
 		}
 		mws[i] = sub
 	}
-	return mws, nil
+	return reword(mws, b.prof), nil
 }
 
 // subAgentSlot holds SubAgentMiddleware's place in the main stack while the

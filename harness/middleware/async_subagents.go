@@ -50,6 +50,10 @@ type AsyncSubAgentOptions struct {
 	SubAgents []AsyncSubAgent
 	// SystemPrompt, when set, is appended to every model call with the list of types.
 	SystemPrompt string
+	// ToolDescriptions replaces the descriptions of the five tools by tool
+	// name; "{available_agents}" in start_async_task's is replaced by the
+	// list of async subagents.
+	ToolDescriptions map[string]string
 	// HTTPClient talks to the LangGraph servers (http.DefaultClient when nil).
 	HTTPClient *http.Client
 	// Local serves the graphs of async subagents that have no URL, in
@@ -91,6 +95,9 @@ func NewAsyncSubAgentMiddleware(opts AsyncSubAgentOptions) (*AsyncSubAgentMiddle
 	}
 	list := m.agentList()
 	mk := func(name, desc, schema string, fn func(context.Context, json.RawMessage) (tool.Result, error)) tool.Tool {
+		if d := opts.ToolDescriptions[name]; d != "" {
+			desc = strings.ReplaceAll(d, "{available_agents}", list)
+		}
 		t, err := tool.Validated(&tool.Func{ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(schema)}, Fn: fn})
 		if err != nil {
 			panic(err) // the schemas are constants
@@ -110,6 +117,34 @@ func NewAsyncSubAgentMiddleware(opts AsyncSubAgentOptions) (*AsyncSubAgentMiddle
 			`{"type":"object","properties":{"status_filter":{"anyOf":[{"type":"string","enum":["running","success","error","cancelled","all"]},{"type":"null"}],"default":null}}}`, m.list),
 	}
 	return m, nil
+}
+
+// WithOverrides implements Overridable: a profile's descriptions apply to
+// the tools the options left with their defaults.
+func (m *AsyncSubAgentMiddleware) WithOverrides(o TextOverrides) agent.Middleware {
+	var descs map[string]string
+	for _, t := range m.tools {
+		name := t.Spec().Name
+		if d, ok := o.overrideFor(name, m.opts.ToolDescriptions[name] != ""); ok && d != "" {
+			if descs == nil {
+				descs = maps.Clone(m.opts.ToolDescriptions)
+				if descs == nil {
+					descs = map[string]string{}
+				}
+			}
+			descs[name] = d
+		}
+	}
+	if descs == nil {
+		return m
+	}
+	opts := m.opts
+	opts.ToolDescriptions = descs
+	c, err := NewAsyncSubAgentMiddleware(opts)
+	if err != nil {
+		return m // unreachable: m was built from the same subagents
+	}
+	return c
 }
 
 func (m *AsyncSubAgentMiddleware) agentList() string {

@@ -77,6 +77,22 @@ func NewCompactConversation(s *SummarizationMiddleware, opts CompactConversation
 	return m, nil
 }
 
+// WithOverrides implements Overridable: a profile's compact_conversation
+// description applies when the options kept the default.
+func (m *SummarizationToolMiddleware) WithOverrides(o TextOverrides) agent.Middleware {
+	d, ok := o.overrideFor(CompactConversationTool, m.opts.ToolDescription != "")
+	if !ok || d == "" {
+		return m
+	}
+	opts := m.opts
+	opts.ToolDescription = d
+	c, err := NewCompactConversation(m.s, opts)
+	if err != nil {
+		return m // unreachable: m was built from the same summarization
+	}
+	return c
+}
+
 // Name implements agent.Middleware.
 func (m *SummarizationToolMiddleware) Name() string { return SummarizationToolName }
 

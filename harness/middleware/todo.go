@@ -55,6 +55,7 @@ type TodoListConfig struct {
 // running them in parallel would leave the final list to chance.
 type TodoListMiddleware struct {
 	agent.Base
+	cfg    TodoListConfig
 	prompt string
 	tool   tool.Tool
 }
@@ -70,7 +71,24 @@ func NewTodoList(cfg TodoListConfig) *TodoListMiddleware {
 	if cfg.ToolDescription != "" {
 		desc = cfg.ToolDescription
 	}
-	return &TodoListMiddleware{prompt: prompt, tool: newWriteTodos(desc)}
+	return &TodoListMiddleware{cfg: cfg, prompt: prompt, tool: newWriteTodos(desc)}
+}
+
+// WithOverrides implements Overridable: a profile's write_todos description
+// and todo prompt apply where the config kept the defaults.
+func (m *TodoListMiddleware) WithOverrides(o TextOverrides) agent.Middleware {
+	cfg, changed := m.cfg, false
+	if d, ok := o.overrideFor(WriteTodosTool, cfg.ToolDescription != ""); ok && d != "" {
+		cfg.ToolDescription, changed = d, true
+	}
+	if o.TodoSystemPrompt != nil && cfg.SystemPrompt == nil {
+		p := *o.TodoSystemPrompt
+		cfg.SystemPrompt, changed = &p, true
+	}
+	if !changed {
+		return m
+	}
+	return NewTodoList(cfg)
 }
 
 // Name implements agent.Middleware.

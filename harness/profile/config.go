@@ -25,6 +25,22 @@ import (
 //	excluded_middleware: [SummarizationMiddleware]
 //	general_purpose_subagent: {enabled: false}
 //
+// plus one key of dageval's own, which Deep Agents' config lacks:
+//
+//	todo_system_prompt: "Plan with write_todos."
+//
+// todo_system_prompt replaces the fragment TodoListMiddleware appends to the
+// system prompt, in every stack the profile shapes that has the middleware
+// (from a profile's extra middleware or the caller's), unless that
+// middleware was given a prompt of its own. Where Deep Agents applies
+// tool_description_overrides to the file tools, task and the caller's tools
+// only, dageval applies them to every tool a built-in middleware adds —
+// write_todos, compact_conversation and the async subagent tools too (a
+// start_async_task override, like task's, may hold {available_agents}) —
+// again unless the middleware was given that tool's description itself. A
+// name no tool has is ignored, as in Deep Agents: a profile may serve
+// agents with different tools.
+//
 // It holds no extra middleware and names middleware only by string. Build a
 // runtime profile with HarnessProfile; read files with LoadConfigFile.
 type Config struct {
@@ -34,12 +50,13 @@ type Config struct {
 	ExcludedTools            []string                `json:"excluded_tools,omitempty"`
 	ExcludedMiddleware       []string                `json:"excluded_middleware,omitempty"`
 	GeneralPurposeSubagent   *GeneralPurposeSubagent `json:"general_purpose_subagent,omitempty"`
+	TodoSystemPrompt         *string                 `json:"todo_system_prompt,omitempty"`
 }
 
 // configKeys are the keys a profile file may use, in output order.
 var configKeys = []string{
 	"base_system_prompt", "system_prompt_suffix", "tool_description_overrides",
-	"excluded_tools", "excluded_middleware", "general_purpose_subagent",
+	"excluded_tools", "excluded_middleware", "general_purpose_subagent", "todo_system_prompt",
 }
 
 // gpKeys are the keys of general_purpose_subagent, in output order.
@@ -59,6 +76,7 @@ func (c Config) Normalized() Config {
 		ExcludedTools:          sortedSet(c.ExcludedTools),
 		ExcludedMiddleware:     sortedSet(c.ExcludedMiddleware),
 		GeneralPurposeSubagent: c.GeneralPurposeSubagent.clone(),
+		TodoSystemPrompt:       clonePtr(c.TodoSystemPrompt),
 	}
 	if len(c.ToolDescriptionOverrides) > 0 {
 		n.ToolDescriptionOverrides = maps.Clone(c.ToolDescriptionOverrides)
@@ -75,6 +93,7 @@ func (c Config) HarnessProfile() (*HarnessProfile, error) {
 		ExcludedTools:            c.ExcludedTools,
 		ExcludedMiddleware:       c.ExcludedMiddleware,
 		GeneralPurposeSubagent:   c.GeneralPurposeSubagent,
+		TodoSystemPrompt:         c.TodoSystemPrompt,
 	})
 }
 
@@ -119,6 +138,7 @@ func ConfigFromHarness(p *HarnessProfile) (Config, error) {
 		ExcludedTools:            slices.Clone(p.excludedTools),
 		ExcludedMiddleware:       names,
 		GeneralPurposeSubagent:   p.gp.clone(),
+		TodoSystemPrompt:         clonePtr(p.todoPrompt),
 	}.Normalized(), nil
 }
 
@@ -197,6 +217,9 @@ func (c Config) MarshalYAML() (any, error) {
 			m = append(m, yaml.MapItem{Key: "system_prompt", Value: *gp.SystemPrompt})
 		}
 		add("general_purpose_subagent", m)
+	}
+	if n.TodoSystemPrompt != nil {
+		add("todo_system_prompt", *n.TodoSystemPrompt)
 	}
 	return out, nil
 }

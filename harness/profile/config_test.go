@@ -66,7 +66,7 @@ func TestMalformedProfileFiles(t *testing.T) {
 		is   []error
 	}{
 		{"testdata/bad_keys.yaml", []string{
-			`testdata/bad_keys.yaml:2:1: extra_middleware: unknown key "extra_middleware"; a profile file may use base_system_prompt, system_prompt_suffix, tool_description_overrides, excluded_tools, excluded_middleware, general_purpose_subagent (extra middleware is code: register it from Go)`,
+			`testdata/bad_keys.yaml:2:1: extra_middleware: unknown key "extra_middleware"; a profile file may use base_system_prompt, system_prompt_suffix, tool_description_overrides, excluded_tools, excluded_middleware, general_purpose_subagent, todo_system_prompt (extra middleware is code: register it from Go)`,
 			`testdata/bad_keys.yaml:4:7: tool_description_overrides.ls: must be a string, got a number`,
 			`testdata/bad_keys.yaml:6:12: general_purpose_subagent.enabled: must be true, false or null, got a string`,
 			`testdata/bad_keys.yaml:7:3: general_purpose_subagent.colour: unknown key "colour"; general_purpose_subagent may use enabled, description, system_prompt`,
@@ -120,6 +120,8 @@ func TestParseConfigEdgeCases(t *testing.T) {
 		{"nulls mean unset", "base_system_prompt: null\ntool_description_overrides: null\nexcluded_tools: null\ngeneral_purpose_subagent: null\n", &profile.Config{}, ""},
 		{"empty string is set", "base_system_prompt: ''\n", &profile.Config{BaseSystemPrompt: ptr("")}, ""},
 		{"explicit empty sub-profile", "general_purpose_subagent: {}\n", &profile.Config{GeneralPurposeSubagent: &profile.GeneralPurposeSubagent{}}, ""},
+		{"todo prompt", "todo_system_prompt: Plan first.\n", &profile.Config{TodoSystemPrompt: ptr("Plan first.")}, ""},
+		{"todo prompt not a string", "todo_system_prompt: [a]\n", nil, "x.yaml:1:21: todo_system_prompt: must be a string or null, got a list"},
 		{"tagged string", "system_prompt_suffix: !!str 42\n", &profile.Config{SystemPromptSuffix: ptr("42")}, ""},
 		{"quoted number", "system_prompt_suffix: '42'\n", &profile.Config{SystemPromptSuffix: ptr("42")}, ""},
 		{"anchors and aliases", "base_system_prompt: &p Shared.\nsystem_prompt_suffix: *p\n", &profile.Config{BaseSystemPrompt: ptr("Shared."), SystemPromptSuffix: ptr("Shared.")}, ""},
@@ -162,6 +164,8 @@ func TestConfigRoundTrips(t *testing.T) {
 		{BaseSystemPrompt: ptr(""), SystemPromptSuffix: ptr("")},
 		{ExcludedTools: []string{"b", "a"}, ToolDescriptionOverrides: map[string]string{}},
 		{SystemPromptSuffix: ptr("tricky: 'quotes' \"and\" \\ backslashes\t tabs\n  indented\nunicode ✓ 🚀\n\n")},
+		{TodoSystemPrompt: ptr("## Plan\n\nUse write_todos: {braces} stay.")},
+		{TodoSystemPrompt: ptr("")},
 	} {
 		norm := c.Normalized()
 		y, err := c.YAML()
@@ -249,6 +253,16 @@ func TestConfigAndHarnessProfileConversion(t *testing.T) {
 	back, err := profile.ConfigFromHarness(p)
 	require.NoError(t, err)
 	assert.Equal(t, c.Normalized(), back, "lossless both ways")
+
+	withTodo := profile.Config{TodoSystemPrompt: ptr("Plan.")}
+	p, err = withTodo.HarnessProfile()
+	require.NoError(t, err)
+	back, err = profile.ConfigFromHarness(p)
+	require.NoError(t, err)
+	assert.Equal(t, withTodo, back, "the todo prompt survives the runtime profile")
+	got, ok := p.TodoSystemPrompt()
+	assert.True(t, ok)
+	assert.Equal(t, "Plan.", got)
 
 	empty, err := profile.ConfigFromHarness(nil)
 	require.NoError(t, err)

@@ -204,6 +204,8 @@ func (d *decoder) config(n ast.Node) *Config {
 			c.ExcludedMiddleware = d.stringList(mv.Value, key, checkConfigExclusion)
 		case "general_purpose_subagent":
 			c.GeneralPurposeSubagent = d.generalPurpose(mv.Value, key)
+		case "todo_system_prompt":
+			c.TodoSystemPrompt = d.optString(mv.Value, key)
 		default:
 			msg := fmt.Sprintf("unknown key %q; a profile file may use %s", key, strings.Join(configKeys, ", "))
 			if key == "extra_middleware" {

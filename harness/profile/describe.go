@@ -20,6 +20,7 @@ type Description struct {
 	// ExtraMiddleware lists the names of the extra middleware one stack gets.
 	ExtraMiddleware        []string                `json:"extra_middleware,omitempty"`
 	GeneralPurposeSubagent *GeneralPurposeSubagent `json:"general_purpose_subagent,omitempty"`
+	TodoSystemPrompt       *string                 `json:"todo_system_prompt,omitempty"`
 }
 
 // Describe returns the profile's Description. It materializes the extra
@@ -35,6 +36,7 @@ func (p *HarnessProfile) Describe() Description {
 		ExcludedTools:            slices.Clone(p.excludedTools),
 		ExcludedMiddleware:       slices.Clone(p.excludedNames),
 		GeneralPurposeSubagent:   p.gp.clone(),
+		TodoSystemPrompt:         clonePtr(p.todoPrompt),
 	}
 	for _, t := range p.excludedTypes {
 		d.ExcludedMiddlewareTypes = append(d.ExcludedMiddlewareTypes, typeLabel(t))

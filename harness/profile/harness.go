@@ -68,6 +68,10 @@ type HarnessSpec struct {
 	// GeneralPurposeSubagent edits the general-purpose subagent; nil keeps
 	// its defaults.
 	GeneralPurposeSubagent *GeneralPurposeSubagent
+	// TodoSystemPrompt, when non-nil, replaces the prompt fragment of every
+	// TodoListMiddleware in the stacks the profile shapes that was not given
+	// a prompt of its own; an empty string appends nothing.
+	TodoSystemPrompt *string
 }
 
 // HarnessProfile shapes an agent for a model or provider: its prompt, tool
@@ -83,6 +87,7 @@ type HarnessProfile struct {
 	extra         []agent.Middleware
 	extraFactory  func() []agent.Middleware
 	gp            *GeneralPurposeSubagent
+	todoPrompt    *string
 }
 
 // NewHarnessProfile validates spec and returns the profile. It rejects
@@ -108,6 +113,7 @@ func NewHarnessProfile(spec HarnessSpec) (*HarnessProfile, error) {
 		excludedTypes: sortedTypes(spec.ExcludedMiddlewareTypes),
 		extraFactory:  spec.ExtraMiddlewareFactory,
 		gp:            spec.GeneralPurposeSubagent.clone(),
+		todoPrompt:    clonePtr(spec.TodoSystemPrompt),
 	}
 	if len(spec.ToolDescriptionOverrides) > 0 {
 		p.overrides = maps.Clone(spec.ToolDescriptionOverrides)
@@ -219,6 +225,15 @@ func (p *HarnessProfile) ToolDescription(name string) (string, bool) {
 	}
 	d, ok := p.overrides[name]
 	return d, ok
+}
+
+// TodoSystemPrompt returns the profile's todo-list prompt fragment and
+// whether it sets one.
+func (p *HarnessProfile) TodoSystemPrompt() (string, bool) {
+	if p == nil || p.todoPrompt == nil {
+		return "", false
+	}
+	return *p.todoPrompt, true
 }
 
 // ExcludedTools returns the hidden tool names, sorted.

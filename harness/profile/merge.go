@@ -19,7 +19,8 @@ import (
 //     them by concrete type — base order kept, a base entry whose type the
 //     override also supplies replaced by the override's instance, override
 //     entries of new types appended in order;
-//   - general-purpose subagent: field by field, override's fields when set.
+//   - general-purpose subagent: field by field, override's fields when set;
+//   - todo prompt: override's when set, else base's.
 //
 // Neither input changes.
 func MergeHarness(base, override *HarnessProfile) *HarnessProfile {
@@ -38,6 +39,7 @@ func MergeHarness(base, override *HarnessProfile) *HarnessProfile {
 		excludedNames: sortedSet(append(slices.Clone(base.excludedNames), override.excludedNames...)),
 		excludedTypes: sortedTypes(append(slices.Clone(base.excludedTypes), override.excludedTypes...)),
 		gp:            mergeGeneralPurpose(base.gp, override.gp),
+		todoPrompt:    clonePtr(firstSet(override.todoPrompt, base.todoPrompt)),
 	}
 	if len(base.overrides)+len(override.overrides) > 0 {
 		m.overrides = maps.Clone(base.overrides)

@@ -56,6 +56,16 @@ func TestMergeHarness(t *testing.T) {
 	)
 	assert.True(t, reenabled.GeneralPurposeEnabled())
 
+	// The todo prompt: the override's when set, else the base's.
+	todoBase := profile.MustHarnessProfile(profile.HarnessSpec{TodoSystemPrompt: ptr("base todo")})
+	got, ok := profile.MergeHarness(todoBase, override).TodoSystemPrompt()
+	assert.True(t, ok)
+	assert.Equal(t, "base todo", got)
+	got, _ = profile.MergeHarness(todoBase, profile.MustHarnessProfile(profile.HarnessSpec{TodoSystemPrompt: ptr("")})).TodoSystemPrompt()
+	assert.Equal(t, "", got, "an empty override still wins")
+	_, ok = m.TodoSystemPrompt()
+	assert.False(t, ok)
+
 	// Nil sides.
 	assert.Same(t, base, profile.MergeHarness(base, nil))
 	assert.Same(t, override, profile.MergeHarness(nil, override))
