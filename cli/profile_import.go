@@ -10,10 +10,12 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/dageval/dageval/harness"
+	"github.com/dageval/dageval/harness/middleware"
 	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/internal/fileutil"
 )
@@ -44,8 +46,16 @@ reads it from your installation). Supported: deepagents ` + supportedDeepAgents 
 The profile holds, for the model --model names (default ` + harness.DefaultModelSpec + `):
   - tool_description_overrides: ls, read_file, write_file, edit_file, delete,
     glob, grep and execute as FilesystemMiddleware builds them for its default
-    (state) backend; task from TASK_TOOL_DESCRIPTION, with {available_agents}
-    left for dageval to fill; then the model's harness profile's own overrides
+    (state) backend; task from TASK_TOOL_DESCRIPTION and start_async_task as
+    AsyncSubAgentMiddleware builds it, each with {available_agents} left for
+    dageval to fill; check_async_task, update_async_task, cancel_async_task
+    and list_async_tasks as AsyncSubAgentMiddleware builds them; write_todos
+    from the TodoListMiddleware the model's profile adds, else LangChain's
+    (langchain.agents.middleware.todo); then the model's harness profile's
+    own overrides of the tools Deep Agents applies them to (the file tools
+    and task)
+  - todo_system_prompt: that TodoListMiddleware's prompt, which dageval's
+    todo list sends wherever an agent has one
   - base_system_prompt and system_prompt_suffix of Deep Agents' harness
     profile for that model (the per-model suffixes), when it sets them
   - excluded_tools and excluded_middleware of that profile
@@ -54,10 +64,12 @@ The profile holds, for the model --model names (default ` + harness.DefaultModel
     the profile's own, and its enabled flag
 
 Not carried, with a warning: a profile's extra_middleware (code, not text),
-and write_todos and the async subagent tools, whose descriptions neither
-Deep Agents nor dageval lets a profile override. Assembling the default
-agent with the file (dageval assemble --profile FILE --model SPEC --format
-json) gives the tools, descriptions and system prompt Deep Agents sends.
+and any text this deepagents lacks (an older 0.7 without the async subagent
+module, a LangChain without the todo middleware), which then keeps dageval's
+own. Assembling an agent with the file (dageval assemble --profile FILE
+--model SPEC --format json) gives the tools, descriptions and system prompt
+Deep Agents sends: the default agent, one with async subagents, and one
+with a todo list.
 
 The YAML goes to stdout, or with -o to FILE (written whole or not at all).
 No model is built and nothing leaves the machine. Errors: the interpreter
@@ -78,7 +90,17 @@ type importResult struct {
 	Task          *string           `json:"task"`
 	GPDescription *string           `json:"gp_description"`
 	GPPrompt      *string           `json:"gp_prompt"`
-	Profile       *struct {
+	// Todo is write_todos and the todo prompt; AsyncTools the async
+	// subagent tools, start_async_task as a template. Either is missing
+	// when the installation lacks it, and Notes say so.
+	Todo *struct {
+		Description  *string `json:"description"`
+		SystemPrompt *string `json:"system_prompt"`
+		Source       string  `json:"source"`
+	} `json:"todo"`
+	AsyncTools map[string]string `json:"async_tools"`
+	Notes      []string          `json:"notes"`
+	Profile    *struct {
 		BaseSystemPrompt         *string           `json:"base_system_prompt"`
 		SystemPromptSuffix       *string           `json:"system_prompt_suffix"`
 		ToolDescriptionOverrides map[string]string `json:"tool_description_overrides"`
@@ -190,12 +212,25 @@ func readDeepAgents(ctx context.Context, python, model string) (*importResult, e
 func importedConfig(res *importResult, model string) (profile.Config, []string, error) {
 	overrides := maps.Clone(res.Tools)
 	overrides["task"] = *res.Task
+	maps.Copy(overrides, res.AsyncTools)
 	cfg := profile.Config{ToolDescriptionOverrides: overrides}
+	if t := res.Todo; t != nil {
+		if t.Description != nil {
+			overrides[middleware.WriteTodosTool] = *t.Description
+		}
+		cfg.TodoSystemPrompt = t.SystemPrompt
+	}
 	gp := &profile.GeneralPurposeSubagent{Description: res.GPDescription, SystemPrompt: res.GPPrompt}
-	var warnings []string
+	warnings := slices.Clone(res.Notes)
 	if p := res.Profile; p != nil {
 		cfg.BaseSystemPrompt, cfg.SystemPromptSuffix = p.BaseSystemPrompt, p.SystemPromptSuffix
-		maps.Copy(overrides, p.ToolDescriptionOverrides)
+		for _, name := range slices.Sorted(maps.Keys(p.ToolDescriptionOverrides)) {
+			if !upstreamOverridable(name) {
+				warnings = append(warnings, fmt.Sprintf("Deep Agents' profile for %s overrides %s, which Deep Agents does not apply to that tool: the profile keeps the text Deep Agents sends", model, name))
+				continue
+			}
+			overrides[name] = p.ToolDescriptionOverrides[name]
+		}
 		cfg.ExcludedTools, cfg.ExcludedMiddleware = p.ExcludedTools, p.ExcludedMiddleware
 		if p.BaseSystemPrompt != nil {
 			// Deep Agents' base replaces the general-purpose prompt too,
@@ -221,11 +256,23 @@ func importedConfig(res *importResult, model string) (profile.Config, []string, 
 			warnings = append(warnings, fmt.Sprintf("Deep Agents has no prompt suffix for %s but dageval's profile for it has one, and a profile file cannot remove it: the assembled prompt keeps dageval's suffix", model))
 		}
 	}
-	warnings = append(warnings, "write_todos and the async subagent tools keep dageval's descriptions: no profile overrides them, in Deep Agents or in dageval")
 	if err := cfg.Validate(); err != nil {
 		return profile.Config{}, nil, fmt.Errorf("Deep Agents' profile for %s: %w", model, err)
 	}
 	return cfg, warnings, nil
+}
+
+// upstreamOverridable reports whether Deep Agents applies a profile's
+// description override to the tool: it does to the file tools, task and the
+// caller's tools, not to the tools of the middleware it builds otherwise,
+// which dageval's profiles reach too.
+func upstreamOverridable(name string) bool {
+	switch name {
+	case middleware.WriteTodosTool, middleware.CompactConversationTool,
+		"start_async_task", "check_async_task", "update_async_task", "cancel_async_task", "list_async_tasks":
+		return false
+	}
+	return true
 }
 
 // lastLines keeps the end of a Python traceback, where the error is.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,6 +58,56 @@ json.dump({"tools": tools, "main": suffix, "gp": sub.DEFAULT_SUBAGENT_PROMPT + "
 	return v.Tools, v.Main, v.GP
 }
 
+// standInAssembly asks the stand-in package for what Deep Agents sends the
+// main agent on model, built as create_deep_agent builds it: the file tools
+// (no execute on a state backend), task with the general-purpose line, with
+// remote the async tools of one async subagent "remote", with todo a
+// TodoListMiddleware() of the caller's, then the profile's extra middleware;
+// the prompt is the profile's base and suffix with each middleware's prompt
+// appended after a blank line.
+func standInAssembly(t *testing.T, model string, remote, todo bool) (names []string, tools map[string]string, prompt string) {
+	t.Helper()
+	script := `
+import json, sys
+from deepagents.backends import StateBackend
+from deepagents.middleware import subagents as sub
+from deepagents.middleware.async_subagents import AsyncSubAgentMiddleware
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from deepagents.profiles.harness.harness_profiles import _get_harness_profile
+from langchain.agents.middleware import TodoListMiddleware
+model, remote, todo = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
+p = _get_harness_profile(model)
+tools = [[t.name, t.description] for t in FilesystemMiddleware(backend=StateBackend()).tools if t.name != "execute"]
+tools.append(["task", sub.TASK_TOOL_DESCRIPTION.format(available_agents="- general-purpose: " + sub.DEFAULT_GENERAL_PURPOSE_DESCRIPTION)])
+mws = []
+if remote:
+    mws.append(AsyncSubAgentMiddleware(async_subagents=[{"name": "remote", "description": "Works remotely.", "graph_id": "g", "url": "http://127.0.0.1:9"}]))
+if todo:
+    mws.append(TodoListMiddleware())
+mws += list(p.materialize_extra_middleware())
+prompt = "\n\n".join(x for x in (p.base_system_prompt, p.system_prompt_suffix) if x is not None)
+for m in mws:
+    tools += [[t.name, t.description] for t in m.tools]
+    if m.system_prompt:
+        prompt = prompt + "\n\n" + m.system_prompt if prompt else m.system_prompt
+json.dump({"tools": tools, "prompt": prompt}, sys.stdout)
+`
+	flag := map[bool]string{false: "0", true: "1"}
+	out, err := exec.Command("python3", "-c", script, model, flag[remote], flag[todo]).Output()
+	require.NoError(t, err)
+	var v struct {
+		Tools  [][2]string
+		Prompt string
+	}
+	require.NoError(t, json.Unmarshal(out, &v))
+	tools = map[string]string{}
+	for _, tl := range v.Tools {
+		names = append(names, tl[0])
+		tools[tl[0]] = tl[1]
+	}
+	return names, tools, v.Prompt
+}
+
 type assembledStack struct {
 	Name  string `json:"name"`
 	Tools []struct {
@@ -101,7 +152,7 @@ func TestProfileImportDeepAgentsMatchesThePackage(t *testing.T) {
 	code, out, stderr := runCLI(t, "profile", "import-deepagents", "-o", file)
 	require.Equal(t, 0, code, stderr)
 	assert.Empty(t, out, "-o writes the file only")
-	assert.Contains(t, stderr, "write_todos and the async subagent tools keep dageval's descriptions")
+	assert.Empty(t, stderr, "everything the stand-in has is carried")
 
 	wantTools, wantMain, wantGP := standInText(t, model)
 	stacks := assembleJSON(t, "--profile", file, "--model", model)
@@ -127,6 +178,77 @@ func TestProfileImportDeepAgentsMatchesThePackage(t *testing.T) {
 	assert.Equal(t, string(written), first)
 	assert.Contains(t, first, "{available_agents}", "the task template keeps its placeholder for dageval")
 	assert.Contains(t, first, "A format escape: {not a placeholder}.", "format escapes resolve as in Deep Agents")
+}
+
+// With the imported profile, an agent with an async subagent and a todo
+// list, and the Codex agent whose profiles add a todo list, send the
+// stand-in's tool list, every tool's description and the prompt with the
+// todo fragment.
+func TestProfileImportDeepAgentsAsyncAndTodo(t *testing.T) {
+	needPython(t)
+	standIn(t, "fake_deepagents")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "deepagents.yaml")
+	code, _, stderr := runCLI(t, "profile", "import-deepagents", "-o", file)
+	require.Equal(t, 0, code, stderr)
+	agentFile := filepath.Join(dir, "agent.yaml")
+	require.NoError(t, os.WriteFile(agentFile, []byte(`model: anthropic:claude-sonnet-4-6
+subagents:
+  - name: remote
+    description: Works remotely.
+    graph_id: g
+    url: http://127.0.0.1:9
+middleware:
+  - name: TodoListMiddleware
+`), 0o644))
+
+	wantNames, wantTools, wantPrompt := standInAssembly(t, "anthropic:claude-sonnet-4-6", true, true)
+	require.Contains(t, wantNames, "start_async_task")
+	require.Contains(t, wantNames, "write_todos")
+	main := assembleJSON(t, "--agent", agentFile, "--profile", file)["main"]
+	names, desc := toolText(main)
+	assert.Equal(t, wantNames, names)
+	assert.Equal(t, wantTools, desc)
+	assert.Equal(t, wantPrompt, main.SystemPrompt)
+	assert.Contains(t, desc["start_async_task"], "- remote: Works remotely.\n", "the template lists the async subagent")
+	assert.Contains(t, desc["start_async_task"], "A format escape: {kept braces}.")
+
+	// Without the profile every one of them is dageval's own.
+	_, own := toolText(assembleJSON(t, "--agent", agentFile)["main"])
+	for _, name := range []string{"write_todos", "start_async_task", "check_async_task", "update_async_task", "cancel_async_task", "list_async_tasks"} {
+		assert.NotEqual(t, wantTools[name], own[name], name)
+	}
+
+	// Codex: the todo list comes from the model's profiles, in Deep Agents
+	// and in dageval, and carries the text of Deep Agents' instance.
+	const codex = "openai:gpt-5.1-codex"
+	codexFile := filepath.Join(dir, "codex.yaml")
+	code, _, stderr = runCLI(t, "profile", "import-deepagents", "--model", codex, "-o", codexFile)
+	require.Equal(t, 0, code, stderr)
+	wantNames, wantTools, wantPrompt = standInAssembly(t, codex, false, false)
+	stacks := assembleJSON(t, "--profile", codexFile, "--model", codex)
+	names, desc = toolText(stacks["main"])
+	assert.Equal(t, wantNames, names)
+	assert.Equal(t, wantTools, desc)
+	assert.Equal(t, wantPrompt, stacks["main"].SystemPrompt)
+	assert.True(t, strings.HasSuffix(wantPrompt, "\n\nSTAND-IN Codex todo prompt."), wantPrompt)
+	_, gpDesc := toolText(stacks["subagent:general-purpose"])
+	assert.Equal(t, wantTools["write_todos"], gpDesc["write_todos"])
+	assert.True(t, strings.HasSuffix(stacks["subagent:general-purpose"].SystemPrompt, "\n\nSTAND-IN Codex todo prompt."))
+}
+
+// An installation that lacks a piece keeps dageval's text for it and says so.
+func TestProfileImportDeepAgentsMissingPieces(t *testing.T) {
+	needPython(t)
+	root := t.TempDir()
+	require.NoError(t, os.CopyFS(root, os.DirFS(filepath.Join("testdata", "fake_deepagents"))))
+	require.NoError(t, os.Remove(filepath.Join(root, "deepagents", "middleware", "async_subagents.py")))
+	t.Setenv("PYTHONPATH", root)
+	code, out, stderr := runCLI(t, "profile", "import-deepagents")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "has no deepagents.middleware.async_subagents.AsyncSubAgentMiddleware: the async subagent tools keep dageval's descriptions")
+	assert.NotContains(t, out, "start_async_task")
+	assert.Contains(t, out, "write_todos", "the rest is still carried")
 }
 
 // A model whose Deep Agents profile sets a base prompt, its own overrides,

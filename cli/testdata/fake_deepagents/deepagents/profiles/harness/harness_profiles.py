@@ -3,16 +3,14 @@
 from dataclasses import dataclass, field
 from typing import Optional
 
+from langchain.agents.middleware import TodoListMiddleware
+
 
 @dataclass(frozen=True)
 class GeneralPurposeSubagentProfile:
     enabled: Optional[bool] = None
     description: Optional[str] = None
     system_prompt: Optional[str] = None
-
-
-class TodoListMiddleware:
-    pass
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,7 @@ _HARNESS_PROFILES = {
     "anthropic:claude-sonnet-4-6": HarnessProfile(system_prompt_suffix="STAND-IN Sonnet suffix.\n\nSecond line."),
     "openai:gpt-5.1-codex": HarnessProfile(
         system_prompt_suffix="STAND-IN Codex suffix.",
-        extra_middleware=(TodoListMiddleware(),),
+        extra_middleware=(TodoListMiddleware(system_prompt="STAND-IN Codex todo prompt."),),
     ),
     "openai:stand-in-custom": HarnessProfile(
         base_system_prompt="STAND-IN base.",

@@ -1,0 +1,3 @@
+from langchain.agents.middleware.todo import TodoListMiddleware
+
+__all__ = ["TodoListMiddleware"]
