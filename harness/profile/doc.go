@@ -22,6 +22,13 @@
 //     FilesystemMiddleware or SubAgentMiddleware. A type exclusion can be
 //     written to a profile config only if the type implements
 //     SerializedNamer, mirroring Deep Agents' serialized_name alias.
+//   - tool_description_overrides reach every tool a built-in middleware
+//     adds (write_todos, compact_conversation and the async subagent tools
+//     too, where Deep Agents reaches the file tools, task and the caller's
+//     tools only), and todo_system_prompt, a key Deep Agents lacks, re-words
+//     the todo list: so every text Deep Agents sends can be carried in a
+//     profile (dageval profile import-deepagents writes one). Text a caller
+//     gave a middleware itself still wins.
 //   - In profile files, each scaffolding entry is reported at its own line;
 //     NewHarnessProfile reports all of them in one error, as Deep Agents does.
 //     A value YAML reads as a number or boolean is not a string unless
