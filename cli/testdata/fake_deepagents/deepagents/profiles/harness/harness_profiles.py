@@ -35,7 +35,7 @@ _HARNESS_PROFILES = {
     ),
     "openai:stand-in-custom": HarnessProfile(
         base_system_prompt="STAND-IN base.",
-        tool_description_overrides={"ls": "STAND-IN profile ls."},
+        tool_description_overrides={"ls": "STAND-IN profile ls.", "write_todos": "STAND-IN override Deep Agents ignores."},
         excluded_tools=frozenset({"delete"}),
         general_purpose_subagent=GeneralPurposeSubagentProfile(description="STAND-IN profile GP."),
     ),
