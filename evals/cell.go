@@ -16,6 +16,7 @@ import (
 	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/agentfile"
+	"github.com/dageval/dageval/harness/agentserver"
 	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/catalog"
 	"github.com/dageval/dageval/harness/llm"
@@ -43,6 +44,9 @@ type builtAgent struct {
 	backend backend.Backend
 	// subModels maps subagent names to their model specs, for pricing.
 	subModels map[string]string
+	// graphs is the cell's in-process deployment (the suite's graphs:),
+	// nil when the suite has none.
+	graphs *agentserver.Server
 }
 
 // runCell runs one cell and judges it. It never fails: what goes wrong is
@@ -160,6 +164,11 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	if err != nil {
 		return nil, withCause(CauseSetup, err)
 	}
+	if built.graphs != nil {
+		// Before the recorder stops, whichever way the cell ends: a task
+		// left running must not call a stopped recorder.
+		defer built.graphs.Close()
+	}
 	// Each cell gets its backend started (a sandbox: a fresh workspace)
 	// and closed again, here when the run fails, else after judging.
 	if err := backend.Start(ctx, built.backend); err != nil {
@@ -226,6 +235,15 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 		opts = append(opts, agent.WithTokenStream())
 	}
 	out, runErr := built.agent.Invoke(runCtx, in, opts...)
+	if built.graphs != nil {
+		// The cell is what the agent and the tasks it started did: wait
+		// for them (within the cell's limits), then stop what is left, so
+		// that their calls are all recorded, or all replayed.
+		if err := built.graphs.Wait(runCtx); err != nil && runErr == nil {
+			runErr = fmt.Errorf("waiting for the in-process async tasks: %w", err)
+		}
+		built.graphs.Close()
+	}
 	if runErr != nil && ctx.Err() != nil {
 		_ = finish("the run was cancelled")
 		return nil, withCause(CauseCancelled, ctx.Err())
@@ -546,11 +564,21 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 	for p, content := range cell.CaseDef.Files {
 		seeds[p] = agent.FileData{Content: content, Encoding: backend.EncodingUTF8, CreatedAt: runClock.Format(time.RFC3339), ModifiedAt: runClock.Format(time.RFC3339)}
 	}
-	a, err := harness.New(cfg)
+	graphs, err := r.serveGraphs(ctx, cell, resolve)
 	if err != nil {
 		return nil, err
 	}
-	b := &builtAgent{agent: a, seeds: seeds, backend: cfg.Backend, subModels: map[string]string{}}
+	if graphs != nil {
+		cfg.LocalGraphs = graphs
+	}
+	a, err := harness.New(cfg)
+	if err != nil {
+		if graphs != nil {
+			graphs.Close()
+		}
+		return nil, err
+	}
+	b := &builtAgent{agent: a, seeds: seeds, backend: cfg.Backend, subModels: map[string]string{}, graphs: graphs}
 	for _, sa := range cfg.SubAgents {
 		if sa.ModelSpec != "" {
 			b.subModels[sa.Name] = sa.ModelSpec

@@ -61,6 +61,11 @@ type Suite struct {
 	// and the agent file's own providers.
 	Providers map[string]provider.Entry
 	Agent     AgentSource
+	// Graphs are the agents the suite's deployment serves in process, by
+	// graph id (graphs: {id: agent file | {factory: name}}): an async
+	// subagent without a url names one by its graph_id, as under
+	// `dageval serve`. Each cell serves its own copy.
+	Graphs map[string]AgentSource
 	// Models are the model specs under test, in order.
 	Models []string
 	// Aliases maps a model spec to the role the suite gives it (models:
@@ -250,6 +255,7 @@ type rawSuite struct {
 	Description         string                    `yaml:"description"`
 	Providers           map[string]provider.Entry `yaml:"providers"`
 	Agent               node                      `yaml:"agent"`
+	Graphs              map[string]node           `yaml:"graphs"`
 	Models              []node                    `yaml:"models"`
 	Stream              *bool                     `yaml:"stream"`
 	Profiles            []rawProfile              `yaml:"profiles"`
@@ -453,6 +459,7 @@ func (p *parser) suite(raw *rawSuite) {
 			p.broken["agent"] = true
 		}
 	}
+	p.graphs(raw.Graphs)
 	if !p.broken["models"] {
 		p.models(raw.Models)
 	}
@@ -533,6 +540,9 @@ func (p *parser) suite(raw *rawSuite) {
 	if !p.broken["cases"] {
 		p.cases(raw.Cases)
 	}
+	if !p.broken["agent"] {
+		p.checkGraphs()
+	}
 	if !p.broken["grader"] {
 		p.fail(p.grader(raw.Grader))
 	}
@@ -574,6 +584,76 @@ func (p *parser) agent(raw node) error {
 		return nil
 	}
 	return p.errAt("agent", "want an agent file path or an agent mapping, got %s", yamlx.Kind(raw.n))
+}
+
+// graphs reads the agents served in process to url-less async subagents.
+func (p *parser) graphs(raw map[string]node) {
+	if len(raw) == 0 {
+		return
+	}
+	p.s.Graphs = map[string]AgentSource{}
+	for _, id := range slices.Sorted(maps.Keys(raw)) {
+		at := "graphs." + id
+		switch n := raw[id].n.(type) {
+		case *ast.StringNode:
+			if strings.TrimSpace(n.Value) == "" {
+				p.fail(p.errAt(at, "the agent file path is empty"))
+				continue
+			}
+			path := p.resolve(n.Value)
+			af, err := p.agentFiles().Load(path)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					err = p.errAt(at, "agent file %s does not exist", path)
+				}
+				p.fail(err)
+				continue
+			}
+			p.s.Graphs[id] = AgentSource{File: path, Spec: af}
+		case ast.MapNode:
+			name, ok := factoryRef(n)
+			if !ok || strings.TrimSpace(name) == "" {
+				p.fail(p.errAt(at, "want an agent file path or {factory: name}"))
+				continue
+			}
+			p.s.Graphs[id] = AgentSource{Factory: name}
+		default:
+			p.fail(p.errAt(at, "want an agent file path or {factory: name}, got %s", yamlx.Kind(raw[id].n)))
+		}
+	}
+}
+
+// checkGraphs reports the url-less async subagents of the suite's agents
+// (the suite's, its cases' and its graphs') whose graph_id the suite does
+// not serve: nothing would run their tasks.
+func (p *parser) checkGraphs() {
+	check := func(af *agentfile.File, where, whose string) {
+		if af == nil {
+			return
+		}
+		for i, sd := range af.SubAgents {
+			if sd.GraphID == "" || sd.URL != "" || sd.URLEnv != "" {
+				continue
+			}
+			if _, ok := p.s.Graphs[sd.GraphID]; ok {
+				continue
+			}
+			served := "the suite serves no graphs"
+			if len(p.s.Graphs) > 0 {
+				served = "graphs: serves " + strings.Join(slices.Sorted(maps.Keys(p.s.Graphs)), ", ")
+			}
+			p.fail(p.errAt(where, "%sasync subagent %q (subagents[%d]) has no url, so its graph %q runs in process, but %s (add graphs: {%s: AGENT_FILE})", whose, sd.Name, i, sd.GraphID, served, sd.GraphID))
+		}
+	}
+	check(p.s.Agent.Spec, "agent", "")
+	for _, c := range p.s.Cases {
+		if c.Agent != nil {
+			check(c.Agent, "cases", "case "+c.ID+": ")
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.s.Graphs)) {
+		check(p.s.Graphs[id].Spec, "graphs."+id, "")
+	}
 }
 
 // agentFiles is the registry the suite's agent file is read with.

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dageval/dageval/harness"
@@ -53,6 +55,9 @@ type Options struct {
 	// providers a File built in Go names; a file read with (*Registry).Load
 	// uses the registry it was read with.
 	Registrations *Registry
+	// Getenv reads the variables async subagents name in url_env
+	// (os.Getenv when nil).
+	Getenv func(string) string
 }
 
 // Config turns the agent file into the harness.Config that harness.New
@@ -146,6 +151,15 @@ func (af *File) Config(opts Options) (harness.Config, error) {
 		spec := harness.SubAgentSpec{
 			Name: sd.Name, Description: sd.Description, SystemPrompt: sd.SystemPrompt,
 			ModelSpec: sd.Model, Skills: sd.Skills, GraphID: sd.GraphID, URL: sd.URL, Headers: sd.Headers,
+		}
+		if sd.URLEnv != "" {
+			getenv := opts.Getenv
+			if getenv == nil {
+				getenv = os.Getenv
+			}
+			if spec.URL = strings.TrimSpace(getenv(sd.URLEnv)); spec.URL == "" {
+				return harness.Config{}, af.errorf(fmt.Sprintf("subagents[%d].url_env", i), "%s is not set: it holds the url of async subagent %q", sd.URLEnv, sd.Name)
+			}
 		}
 		if sd.Tools != nil {
 			spec.Tools = []tool.Tool{}

@@ -147,7 +147,11 @@ type SubAgent struct {
 	ResponseFormat *ResponseFormat       `yaml:"response_format"`
 	GraphID        string                `yaml:"graph_id"`
 	URL            string                `yaml:"url"`
-	Headers        map[string]string     `yaml:"headers"`
+	// URLEnv names the environment variable that holds the url, for a
+	// server whose address is known only when the agent runs (a port
+	// picked at start, a deployment per environment).
+	URLEnv  string            `yaml:"url_env"`
+	Headers map[string]string `yaml:"headers"`
 }
 
 // Interrupt is `true`, `false`, or {allowed_decisions, description}.
@@ -409,6 +413,12 @@ func (af *File) validate() error {
 		if s.GraphID == "" && s.SystemPrompt == "" {
 			return af.errorf(p, "subagent %q needs a system_prompt (or a graph_id for an async subagent)", s.Name)
 		}
+		if s.URLEnv != "" && s.GraphID == "" {
+			return af.errorf(p+".url_env", "subagent %q has a url_env but no graph_id: only an async subagent has a url", s.Name)
+		}
+		if s.URLEnv != "" && s.URL != "" {
+			return af.errorf(p+".url_env", "subagent %q gives both url and url_env: give one", s.Name)
+		}
 		if s.Model != "" {
 			if _, err := llm.ParseSpec(s.Model); err != nil {
 				return af.errorf(p+".model", "%v", err)
@@ -606,7 +616,7 @@ func (af *File) checkCompiled(i int) error {
 	}{
 		{"system_prompt", s.SystemPrompt != ""}, {"model", s.Model != ""}, {"tools", s.Tools != nil}, {"skills", s.Skills != nil},
 		{"interrupt_on", s.InterruptOn != nil}, {"permissions", s.Permissions != nil}, {"middleware", s.Middleware != nil},
-		{"response_format", s.ResponseFormat != nil}, {"graph_id", s.GraphID != ""}, {"url", s.URL != ""}, {"headers", s.Headers != nil},
+		{"response_format", s.ResponseFormat != nil}, {"graph_id", s.GraphID != ""}, {"url", s.URL != ""}, {"url_env", s.URLEnv != ""}, {"headers", s.Headers != nil},
 	} {
 		if f.set {
 			return af.errorf(p+"."+f.key, "subagent %s is built in Go (compiled: %s); its %s comes from there", cmp.Or(s.Name, s.Compiled), s.Compiled, f.key)

@@ -31,6 +31,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad middleware options", "middleware:\n  - name: SummarizationMiddleware\n    options: {trigger: {foo: 1}}\n", `agent.yaml:3:25: middleware[0].options.trigger.foo: unknown key "foo"`},
 		{"subagent without description", "subagents:\n  - name: a\n    system_prompt: p\n", `agent.yaml:2:5: subagents[0]: subagent "a" needs a description`},
 		{"subagent without prompt", "subagents:\n  - name: a\n    description: d\n", `agent.yaml:2:5: subagents[0]: subagent "a" needs a system_prompt (or a graph_id for an async subagent)`},
+		{"url_env without graph_id", "subagents:\n  - {name: a, description: d, system_prompt: p, url_env: U}\n", `agent.yaml:2:49: subagents[0].url_env: subagent "a" has a url_env but no graph_id: only an async subagent has a url`},
+		{"url and url_env", "subagents:\n  - {name: a, description: d, graph_id: g, url: 'http://x', url_env: U}\n", `subagents[0].url_env: subagent "a" gives both url and url_env: give one`},
+		{"url_env unset", "subagents:\n  - {name: a, description: d, graph_id: g, url_env: DAGEVAL_TEST_NEVER_SET}\n", `subagents[0].url_env: DAGEVAL_TEST_NEVER_SET is not set: it holds the url of async subagent "a"`},
 		{"subagent declared twice", "subagents:\n  - {name: a, description: d, system_prompt: p}\n  - {name: a, description: d, system_prompt: p}\n", `subagents[1].name: subagent "a" is declared twice`},
 		{"tool declared twice", "tools:\n  - name: t\n    description: d\n  - name: t\n    description: e\n", `agent.yaml:4:5: tools[1].name: tool "t" is declared twice`},
 		{"tool schema", "tools:\n  - name: t\n    parameters: {type: 5}\n", "agent.yaml:3:5: tools[0].parameters: parse JSON Schema"},
@@ -235,4 +238,21 @@ func TestSandboxBackend(t *testing.T) {
 		tools = append(tools, tl.Name)
 	}
 	assert.Contains(t, tools, "execute")
+}
+
+// An async subagent's url_env is read when the file becomes a config, so
+// a server whose port is picked at start can be named.
+func TestAsyncSubAgentURLEnv(t *testing.T) {
+	af, err := agentfile.Parse("agent.yaml", []byte("subagents:\n  - {name: helper, description: d, graph_id: worker, url_env: WORKER_URL}\n"))
+	require.NoError(t, err)
+	cfg, err := af.Config(agentfile.Options{Getenv: func(k string) string {
+		if k == "WORKER_URL" {
+			return " http://127.0.0.1:4321 "
+		}
+		return ""
+	}})
+	require.NoError(t, err)
+	require.Len(t, cfg.SubAgents, 1)
+	assert.Equal(t, "worker", cfg.SubAgents[0].GraphID)
+	assert.Equal(t, "http://127.0.0.1:4321", cfg.SubAgents[0].URL)
 }

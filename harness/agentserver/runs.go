@@ -276,6 +276,7 @@ func (s *Server) createRun(ctx context.Context, threadID string, body *runCreate
 	t.runs = append(t.runs, r)
 	t.graph, t.updated = g, now
 	s.wg.Add(1)
+	s.active++
 	go s.execute(r)
 	return r, nil
 }
@@ -301,6 +302,7 @@ func resumeValue(raw json.RawMessage, cp *agent.Checkpoint) any {
 // execute runs r once the thread's earlier runs have stopped.
 func (s *Server) execute(r *run) {
 	defer s.wg.Done()
+	defer s.ended()
 	if r.prev != nil {
 		<-r.prev.done
 	}

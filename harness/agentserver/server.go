@@ -47,6 +47,10 @@ type Server struct {
 	order   []string // thread ids in creation order
 	ids     map[string]int
 	closed  bool
+	// active counts the runs not yet ended; idle is closed (and replaced)
+	// whenever a run ends, for Wait.
+	active int
+	idle   chan struct{}
 }
 
 type graph struct {
@@ -106,6 +110,40 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	s.stop()
 	s.wg.Wait()
+}
+
+// Wait returns once no run is pending or running (runs may start more
+// runs: it waits for those too), or with ctx's error. An eval waits so
+// before it ends a cell, so that what the served agents do is all in it.
+func (s *Server) Wait(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		if s.active == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		if s.idle == nil {
+			s.idle = make(chan struct{})
+		}
+		ch := s.idle
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// ended counts a run out, waking Wait.
+func (s *Server) ended() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
 }
 
 func (s *Server) now() time.Time {

@@ -368,3 +368,29 @@ func TestStream(t *testing.T) {
 	events = sse(t, resp2.Body)
 	assert.Contains(t, events[len(events)-1][1], `"__interrupt__":[{"value":{"question":"which file?"}`)
 }
+
+// Wait returns once every run has ended, and with the context's error
+// while one still runs.
+func TestWait(t *testing.T) {
+	srv := agentserver.New(agentserver.Options{})
+	require.NoError(t, srv.Add("worker", newWorker(t)))
+	t.Cleanup(srv.Close)
+	c := &client{t: t, h: srv}
+	require.NoError(t, srv.Wait(t.Context()), "no run: nothing to wait for")
+
+	th := c.thread()
+	code, slow := c.do("POST", "/threads/"+th+"/runs", map[string]any{"assistant_id": "worker", "input": userInput("slow survey")})
+	require.Equal(t, http.StatusOK, code)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, srv.Wait(ctx), context.DeadlineExceeded, "the slow run blocks until it is cancelled")
+
+	code, _ = c.raw("POST", "/threads/"+th+"/runs/"+slow["run_id"].(string)+"/cancel", map[string]any{})
+	require.Equal(t, http.StatusNoContent, code)
+	other := c.thread()
+	code, _ = c.do("POST", "/threads/"+other+"/runs", map[string]any{"assistant_id": "worker", "input": userInput("quick")})
+	require.Equal(t, http.StatusOK, code)
+	require.NoError(t, srv.Wait(t.Context()))
+	_, st := c.do("GET", "/threads/"+other, nil)
+	assert.Equal(t, "finished: quick", lastContent(st["values"].(map[string]any)))
+}

@@ -1,0 +1,83 @@
+package evals_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// deployModel plays two agents of one deployment on the local provider:
+// "lead" starts a task on its url-less async subagent and reports the
+// tool's answer; "worker" answers "finished: <task>".
+type deployModel struct{}
+
+func (deployModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	served, _ := llmserver.ServedCallFrom(ctx)
+	var user string
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleUser {
+			user = m.Text()
+		}
+	}
+	last := req.Messages[len(req.Messages)-1]
+	switch {
+	case served.Model == "lead" && last.Role == llm.RoleTool:
+		return &llm.Response{Message: llm.Assistant("lead: " + last.Text())}, nil
+	case served.Model == "lead":
+		args, _ := json.Marshal(map[string]string{"description": "survey " + user, "subagent_type": "helper"})
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "call_1", Name: "start_async_task", Args: args})}, nil
+	}
+	return &llm.Response{Message: llm.Assistant("finished: " + user)}, nil
+}
+
+// An async subagent without a url runs in the cell, on the graph the
+// suite's graphs: names, as under `dageval serve`: its model calls are
+// recorded in the cell's cassette, in a lane of their own, and replayed
+// from it. The replay passes only if the task ran again in process (an
+// unplayed recorded call errors the cell).
+func TestInProcessGraphs(t *testing.T) {
+	srv := server(t, deployModel{})
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	write("worker.yaml", "model: local:worker\nsystem_prompt: You research what you are asked.\n")
+	suite := func(mode, graphs string) string {
+		return "version: 1\nname: deployment\nproviders: {local: {kind: openai-compatible, base_url: \"" + srv.OpenAIBaseURL() + "\", api_key_env: TEST_KEY}}\n" +
+			"mode: " + mode + "\nmodels: [local:lead]\n" + graphs +
+			"agent:\n  system_prompt: You hand research to your helper.\n  subagents: [{name: helper, description: researches a topic, graph_id: worker}]\n" +
+			"cases:\n  - id: routers\n    input: Go HTTP routers\n    checks:\n      - tool_called: start_async_task\n      - final_answer: {contains: 'lead: Launched async subagent. task_id: '}\n"
+	}
+	path := filepath.Join(dir, "suite.yaml")
+
+	write("suite.yaml", suite("record", ""))
+	_, err := evals.Load(path)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `suite.yaml:6:1: agent: async subagent "helper" (subagents[0]) has no url, so its graph "worker" runs in process, but the suite serves no graphs (add graphs: {worker: AGENT_FILE})`)
+
+	write("suite.yaml", suite("record", "graphs: {worker: worker.yaml}\n"))
+	rec := runSuite(t, path, evals.Options{})
+	require.Equal(t, 1, rec.Summary.Totals.Passed, "%+v", rec.Results)
+	cassette, err := os.ReadFile(filepath.Join(dir, "cassettes", "routers--local-lead--default--e1.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(string(cassette), "\n  - id: "), "two calls of the lead and the worker's one")
+	assert.Contains(t, string(cassette), "graph:worker/", "the task's calls replay in their own lane")
+	assert.Contains(t, string(cassette), "finished: survey Go HTTP routers")
+
+	srv.Close()
+	write("suite.yaml", suite("replay", "graphs: {worker: worker.yaml}\n"))
+	for range 3 {
+		rep := runSuite(t, path, evals.Options{})
+		require.Equal(t, 1, rep.Summary.Totals.Passed, "%+v", rep.Results)
+	}
+}
