@@ -552,6 +552,7 @@ func (r *runner) buildAgent(ctx context.Context, cell Cell, resolve func(string)
 			Middleware:   extra,
 			ResolveModel: resolve,
 			ModelInfo:    info,
+			Getenv:       r.getenv,
 		})
 		if err != nil {
 			return nil, err

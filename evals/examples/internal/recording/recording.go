@@ -20,12 +20,16 @@ import (
 // Recording says what to record: the suite, loaded by Load (evals.Load
 // when nil, or a Registry's Load for suites naming Go registrations), the
 // scripted model that plays every provider, and the environment variables
-// that hold the API keys the suite's providers read.
+// that hold the API keys the suite's providers read. Env gives other
+// variables the suite reads (an async subagent's url_env), and Filter
+// records only the cells it selects (see evals.Options.Filter).
 type Recording struct {
 	Suite   string
 	Load    func(path string) (*evals.Suite, error)
 	Model   llm.ChatModel
 	KeyEnvs []string
+	Env     map[string]string
+	Filter  string
 }
 
 // Run records the suite through the runner's real recording path (record
@@ -52,6 +56,7 @@ func (r Recording) Run(ctx context.Context, progress io.Writer) (*evals.RunResul
 		Recorder:    []recorder.Option{recorder.WithoutLatency()},
 		Getenv:      r.env,
 		Progress:    progress,
+		Filter:      r.Filter,
 	})
 }
 
@@ -59,6 +64,9 @@ func (r Recording) Run(ctx context.Context, progress io.Writer) (*evals.RunResul
 // nothing else, so that neither CI nor DAGEVAL_RECORD changes an explicit
 // recording and no real key is ever read.
 func (r Recording) env(name string) string {
+	if v, ok := r.Env[name]; ok {
+		return v
+	}
 	for _, k := range r.KeyEnvs {
 		if name == k {
 			return "local-placeholder-key"
