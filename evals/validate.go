@@ -335,6 +335,9 @@ func (r *runner) validateAssembly(ctx context.Context, cells []Cell) []error {
 		}
 		done[k] = nil
 		b, err := r.buildAgent(ctx, c, resolve, grader)
+		if err == nil && b.graphs != nil {
+			b.graphs.Close() // assembled to be checked, never run
+		}
 		if err == nil {
 			// An agent that cannot be described without running (its
 			// backend needs starting) is not held to its tools here.
