@@ -81,3 +81,47 @@ func TestInProcessGraphs(t *testing.T) {
 		require.Equal(t, 1, rep.Summary.Totals.Passed, "%+v", rep.Results)
 	}
 }
+
+// cancelModel: "lead" starts a slow task on its in-process helper, then
+// cancels it; the worker's call waits until it is cancelled.
+type cancelModel struct{}
+
+func (cancelModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	served, _ := llmserver.ServedCallFrom(ctx)
+	var tools []string
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleTool {
+			tools = append(tools, m.Text())
+		}
+	}
+	switch {
+	case served.Model != "lead":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case len(tools) == 0:
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "call_1", Name: "start_async_task", Args: json.RawMessage(`{"description":"slow survey","subagent_type":"helper"}`)})}, nil
+	case len(tools) == 1:
+		id := strings.TrimPrefix(tools[0], "Launched async subagent. task_id: ")
+		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "call_2", Name: "cancel_async_task", Args: json.RawMessage(`{"task_id":"` + id + `"}`)})}, nil
+	}
+	return &llm.Response{Message: llm.Assistant("lead: " + tools[len(tools)-1])}, nil
+}
+
+// A task cancelled while its model call is in flight during a recording
+// leaves a call that never answered: the recording is not saved, and the
+// cell says so (README, "Evaluating a served agent").
+func TestInProcessCancelWhileRecording(t *testing.T) {
+	srv := server(t, cancelModel{})
+	path := writeSuite(t, map[string]string{
+		"worker.yaml": "model: local:worker\nsystem_prompt: You research.\n",
+		"suite.yaml": "version: 1\nname: cancel\nproviders: {local: {kind: openai-compatible, base_url: \"" + srv.OpenAIBaseURL() + "\", api_key_env: TEST_KEY}}\n" +
+			"mode: record\nmodels: [local:lead]\ngraphs: {worker: worker.yaml}\n" +
+			"agent:\n  system_prompt: You delegate.\n  subagents: [{name: helper, description: researches, graph_id: worker}]\n" +
+			"cases:\n  - {id: cancel, input: go}\n",
+	})
+	oc := runSuite(t, path, evals.Options{})
+	r := resultOf(t, oc, "cancel")
+	assert.Equal(t, evals.StatusError, r.Status)
+	assert.Contains(t, r.Error, "provider error")
+	assert.NoFileExists(t, filepath.Join(filepath.Dir(path), "cassettes", "cancel--local-lead--default--e1.yaml"))
+}
