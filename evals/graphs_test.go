@@ -13,6 +13,7 @@ import (
 
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/harness"
 	"github.com/dageval/dageval/harness/llm"
 )
 
@@ -124,4 +125,32 @@ func TestInProcessCancelWhileRecording(t *testing.T) {
 	assert.Equal(t, evals.StatusError, r.Status)
 	assert.Contains(t, r.Error, "provider error")
 	assert.NoFileExists(t, filepath.Join(filepath.Dir(path), "cassettes", "cancel--local-lead--default--e1.yaml"))
+}
+
+// A graph may be an agent factory registered in Go; it runs on the
+// cell's model when its config names none.
+func TestInProcessFactoryGraph(t *testing.T) {
+	srv := server(t, deployModel{})
+	path := writeSuite(t, map[string]string{
+		"suite.yaml": "version: 1\nname: factory\nproviders: {local: {kind: openai-compatible, base_url: \"" + srv.OpenAIBaseURL() + "\", api_key_env: TEST_KEY}}\n" +
+			"mode: record\nmodels: [local:lead]\ngraphs: {worker: {factory: worker}}\n" +
+			"agent:\n  system_prompt: You delegate.\n  subagents: [{name: helper, description: researches, graph_id: worker}]\n" +
+			"cases:\n  - {id: one, input: routers, checks: [{final_answer: {contains: 'lead: Launched async subagent.'}}]}\n",
+	})
+	var asked []string
+	oc := runSuite(t, path, evals.Options{Agents: map[string]evals.AgentFactory{
+		"worker": func(_ context.Context, req evals.AgentRequest) (harness.Config, error) {
+			asked = append(asked, req.Model)
+			return harness.Config{SystemPrompt: "You research."}, nil
+		},
+	}})
+	r := resultOf(t, oc, "one")
+	require.Equal(t, evals.StatusPass, r.Status, r.Error)
+	require.NotEmpty(t, asked) // once to validate the assembly, once for the cell
+	for _, m := range asked {
+		assert.Equal(t, "local:lead", m)
+	}
+	cassette, err := os.ReadFile(filepath.Join(filepath.Dir(path), "cassettes", "one--local-lead--default--e1.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(cassette), "graph:worker/", "the factory's agent ran the task in process")
 }
