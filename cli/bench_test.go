@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dageval/dageval/evals"
+	"github.com/dageval/dageval/fakes"
+	"github.com/dageval/dageval/fakes/llmserver"
+	"github.com/dageval/dageval/harness/llm"
+)
+
+// benchProviderEnv makes TestBenchEvalProvider serve BenchmarkRunSuiteCLI's
+// provider instead of skipping.
+const benchProviderEnv = "DAGEVAL_BENCH_EVAL_PROVIDER"
+
+// benchCases is the workload of issue 18's "eval
+// throughput" goal: 2 models × 200 cases.
+const benchCases = 200
+
+// benchEvalModel answers every case at once ("The answer is 42.") and
+// passes every grading request, as a competent model and grader would.
+func benchEvalModel() llm.ChatModel {
+	return fakes.NewRuleModel(fakes.Grader(), fakes.Rule{
+		Name: "answer",
+		When: func(*llm.Request) bool { return true },
+		Reply: func(*llm.Request) (*llm.Response, error) {
+			return &llm.Response{Message: llm.Assistant("The answer is 42.")}, nil
+		},
+	})
+}
+
+// TestBenchEvalProvider is not a test: BenchmarkRunSuiteCLI runs the test
+// binary with DAGEVAL_BENCH_EVAL_PROVIDER=1 to get the local
+// OpenAI-compatible server in a process of its own, so that the benchmark
+// measures the run's CPU and memory, not the server's.
+func TestBenchEvalProvider(t *testing.T) {
+	if os.Getenv(benchProviderEnv) != "1" {
+		t.Skip("the benchmark's provider process")
+	}
+	srv := llmserver.NewServer(benchEvalModel())
+	defer srv.Close()
+	fmt.Println(srv.URL)
+	_, _ = io.Copy(io.Discard, os.Stdin) // serve until the benchmark closes stdin
+}
+
+// startBenchProvider runs the local server in a child process and returns its URL.
+func startBenchProvider(b *testing.B) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchEvalProvider$", "-test.count=1")
+	cmd.Env = append(os.Environ(), benchProviderEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("provider process: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return strings.TrimSpace(line)
+}
+
+// benchEvalSuite is issue 18's eval workload: 2 models × n cases, live
+// against a local OpenAI-compatible server at concurrency 4, each case
+// with a contains check and a model-graded rubric. The agent is the
+// default Deep Agents stack with a system prompt and no tools of its own.
+func benchEvalSuite(n int) string {
+	var b strings.Builder
+	b.WriteString(`version: 1
+name: throughput
+providers: {local: {kind: openai-compatible, base_url: "${DAGEVAL_TEST_URL}/v1", api_key_env: TEST_KEY}}
+agent:
+  name: answerer
+  system_prompt: You answer questions in one sentence.
+models: [local:model-a, local:model-b]
+grader: {model: local:grader, temperature: 0}
+mode: live
+concurrency: 4
+cases:
+`)
+	for i := range n {
+		fmt.Fprintf(&b, `  - id: case-%03d
+    input: "Question %d: what is the answer?"
+    rubric: [{name: answers, description: Gives the answer.}]
+    checks: [{final_answer: {contains: "42"}}]
+`, i, i)
+	}
+	return b.String()
+}
+
+// benchArgs is the command line the benchmark runs, less the suite and --out.
+var benchArgs = []string{"--concurrency", "4"}
+
+// benchPeakHeap samples the live heap until stop is called and returns the
+// highest value seen, in bytes.
+func benchPeakHeap() (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak.Load()
+	}
+}
+
+// checkBenchRun fails the benchmark unless the run in out judged all its
+// cells and every one passed.
+func checkBenchRun(b *testing.B, out string) {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join(out, evals.SummaryFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum evals.Summary
+	if err := json.Unmarshal(data, &sum); err != nil {
+		b.Fatal(err)
+	}
+	if sum.Totals.Passed != 2*benchCases {
+		b.Fatalf("%d of %d cells passed: %v", sum.Totals.Passed, sum.ExpectedCells, sum.Reasons)
+	}
+}
+
+// BenchmarkRunSuiteCLI is issue 18's eval throughput goal, end to end
+// through the CLI's code path: `dageval run suite.yaml --concurrency 4
+// --out DIR` (load, run 400 cells with 800 model calls over HTTP, write
+// results.jsonl, cells/*.json and summary.md, print the table) against a
+// local OpenAI-compatible server in another process. Goal: ≤ 150 ms and
+// ≤ 40 MiB peak RSS per run.
+//
+// inproc runs cli.Main in the benchmark's process and reports the peak
+// live heap; process runs the command as a process of its own (the test
+// binary, as dageval) and reports its peak RSS and CPU time, which on a
+// shared machine say more than the wall time.
+func BenchmarkRunSuiteCLI(b *testing.B) {
+	url := startBenchProvider(b)
+	dir := b.TempDir()
+	suite := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(suite, []byte(benchEvalSuite(benchCases)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	getenv := func(k string) string {
+		switch k {
+		case "TEST_KEY":
+			return "test-key"
+		case "DAGEVAL_TEST_URL":
+			return url
+		}
+		return ""
+	}
+	args := func(out string) []string { return append([]string{"run", suite, "--out", out}, benchArgs...) }
+
+	b.Run("inproc", func(b *testing.B) {
+		var peak uint64
+		n := 0
+		runtime.GC()
+		for b.Loop() {
+			out := filepath.Join(dir, fmt.Sprintf("out-%d", n))
+			n++
+			stop := benchPeakHeap()
+			code := Main(args(out), WithContext(context.Background()), WithStdio(strings.NewReader(""), io.Discard, io.Discard), WithGetenv(getenv))
+			peak = max(peak, stop())
+			b.StopTimer()
+			if code != 0 {
+				b.Fatalf("dageval run exited %d", code)
+			}
+			checkBenchRun(b, out)
+			os.RemoveAll(out)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	})
+
+	b.Run("process", func(b *testing.B) {
+		exe, err := os.Executable()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rss int64
+		var cpu time.Duration
+		n := 0
+		for b.Loop() {
+			out := filepath.Join(dir, fmt.Sprintf("proc-%d", n))
+			n++
+			cmd := exec.Command(exe, args(out)...)
+			cmd.Env = append(os.Environ(), childEnv+"=1", "TEST_KEY=test-key", "DAGEVAL_TEST_URL="+url, "CI=")
+			if msg, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("dageval run: %v\n%s", err, msg)
+			}
+			st := cmd.ProcessState
+			cpu += st.UserTime() + st.SystemTime()
+			if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+				rss = max(rss, ru.Maxrss*1024) // KiB on Linux
+			}
+			b.StopTimer()
+			checkBenchRun(b, out)
+			os.RemoveAll(out)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+		b.ReportMetric(float64(cpu.Milliseconds())/float64(n), "cpu-ms/op")
+	})
+}
