@@ -50,7 +50,7 @@ func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNew
 	}
 	for i := range req.Tools {
 		t := &req.Tools[i]
-		tp, ok := m.chatTools.Tool(t)
+		tp, ok := chatTools.Tool(t)
 		if !ok {
 			params, err := m.toolSchema(t.Parameters)
 			if err != nil {
@@ -62,7 +62,7 @@ func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNew
 			}
 			var size int
 			tp, size = preEncode(sdk.ChatCompletionFunctionTool(fd))
-			m.chatTools.PutTool(t, tp, size)
+			chatTools.PutTool(t, tp, size)
 		}
 		p.Tools = append(p.Tools, tp)
 	}

@@ -38,14 +38,22 @@ type Model struct {
 	schemaMu sync.RWMutex
 	schemas  map[string]map[string]any // tool parameters by raw schema
 
-	// The messages and tools of earlier requests, encoded (see
-	// provider.Encoded). A chat entry holds nil for a message that sends
-	// nothing.
+	// The messages of earlier requests, encoded (see provider.Encoded). A
+	// chat entry holds nil for a message that sends nothing.
 	chatMessages  provider.Encoded[*sdk.ChatCompletionMessageParamUnion]
-	chatTools     provider.Encoded[sdk.ChatCompletionToolUnionParam]
 	responseItems provider.Encoded[[]responses.ResponseInputItemUnionParam]
-	responseTools provider.Encoded[responses.ToolUnionParam]
 }
+
+// The tools of earlier requests, encoded, for every model: a tool encodes
+// the same whatever the model, and an eval run builds a model for each
+// cell while the cells' agents share their tools' specs (a Go tool's
+// schema is inferred once per type), so one cache lets every cell send the
+// encoding the first one made; per model, each cell encoded every tool
+// again, which was a tenth of a live eval run's CPU time.
+var (
+	chatTools     provider.Encoded[sdk.ChatCompletionToolUnionParam]
+	responseTools provider.Encoded[responses.ToolUnionParam]
+)
 
 type services struct {
 	chat      sdk.ChatCompletionService

@@ -50,7 +50,7 @@ func (m *Model) responsesParams(req *llm.Request) (responses.ResponseNewParams, 
 	p.Input.OfInputItemList = items
 	for i := range req.Tools {
 		t := &req.Tools[i]
-		tp, ok := m.responseTools.Tool(t)
+		tp, ok := responseTools.Tool(t)
 		if !ok {
 			params, err := m.toolSchema(t.Parameters)
 			if err != nil {
@@ -65,7 +65,7 @@ func (m *Model) responsesParams(req *llm.Request) (responses.ResponseNewParams, 
 			}
 			var size int
 			tp, size = preEncode(responses.ToolUnionParam{OfFunction: ft})
-			m.responseTools.PutTool(t, tp, size)
+			responseTools.PutTool(t, tp, size)
 		}
 		p.Tools = append(p.Tools, tp)
 	}
