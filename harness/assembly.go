@@ -293,7 +293,17 @@ func firstRequest(ctx context.Context, a *agent.Agent, opts DescribeOptions) (*l
 
 // canonical re-encodes a schema with sorted keys and without HTML escapes,
 // so "<path>" in a description reads as written, not as "\u003cpath\u003e".
+// An eval run describes every cell's agent, whose tools are the same from
+// cell to cell, so each schema is re-encoded once: decoding and encoding
+// them again took most of a description's time. The result is shared, so
+// it is capped to its length: an append copies it.
 func canonical(raw json.RawMessage) json.RawMessage {
+	canonicalMu.RLock()
+	c, ok := canonicalCache[string(raw)]
+	canonicalMu.RUnlock()
+	if ok {
+		return c
+	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return raw
@@ -304,8 +314,24 @@ func canonical(raw json.RawMessage) json.RawMessage {
 	if err := enc.Encode(v); err != nil {
 		return raw
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	c = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	c = c[:len(c):len(c)]
+	canonicalMu.Lock()
+	if len(canonicalCache) < maxCanonicalSchemas {
+		canonicalCache[string(raw)] = c
+	}
+	canonicalMu.Unlock()
+	return c
 }
+
+// The schemas canonical has re-encoded, by their raw text, up to
+// maxCanonicalSchemas of them.
+var (
+	canonicalMu    sync.RWMutex
+	canonicalCache = map[string]json.RawMessage{}
+)
+
+const maxCanonicalSchemas = 1024
 
 // JSON renders the assembly as indented JSON with sorted object keys inside
 // tool schemas.
