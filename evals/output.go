@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/dageval/dageval/internal/fileutil"
 )
@@ -85,24 +86,61 @@ func encodeJSON(v any, indent bool) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// cellEncoder encodes each cell's result line and detail file into a
+// buffer it keeps, with encoders that keep theirs (json.Encoder indents
+// into a buffer of its own): a run encodes two documents per cell, and
+// fresh buffers for them were a tenth of what a live run allocated.
+type cellEncoder struct {
+	buf             bytes.Buffer
+	compact, indent *json.Encoder
+}
+
+var cellEncoders = sync.Pool{New: func() any {
+	e := &cellEncoder{}
+	e.compact = json.NewEncoder(&e.buf)
+	e.compact.SetEscapeHTML(false)
+	e.indent = json.NewEncoder(&e.buf)
+	e.indent.SetEscapeHTML(false)
+	e.indent.SetIndent("", "  ")
+	return e
+}}
+
+// maxPooledEncoding bounds the buffers kept for the next cell, so that one
+// huge transcript does not stay in memory for the rest of the run.
+const maxPooledEncoding = 1 << 20
+
+// withJSON encodes v as encodeJSON does and hands the bytes to use, which
+// must not keep them.
+func withJSON(v any, indent bool, use func([]byte) error) error {
+	e := cellEncoders.Get().(*cellEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledEncoding {
+			cellEncoders.Put(e)
+		}
+	}()
+	e.buf.Reset()
+	enc := e.compact
+	if indent {
+		enc = e.indent
+	}
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	return use(e.buf.Bytes())
+}
+
 // detail writes a finished cell's detail file. Workers call it
 // concurrently, each for its own cell.
 func (o *outDir) detail(d *CellDetail) error {
-	data, err := encodeJSON(d, true)
-	if err != nil {
-		return err
-	}
-	return writeCellFile(filepath.Join(o.dir, CellsDir), d.Result.ID+".json", data, o.durable)
+	return withJSON(d, true, func(data []byte) error {
+		return writeCellFile(filepath.Join(o.dir, CellsDir), d.Result.ID+".json", data, o.durable)
+	})
 }
 
 // result appends cell i's result line to the journal, after its detail
 // file: a cell whose line is there has its file too.
 func (o *outDir) result(i int, res *CellResult) error {
-	line, err := encodeJSON(res, false)
-	if err != nil {
-		return err
-	}
-	return o.j.append(i, line)
+	return withJSON(res, false, func(line []byte) error { return o.j.append(i, line) })
 }
 
 // writeCellFile writes a cell's file in place; durably, it is on disk
