@@ -207,6 +207,43 @@ func hasPrefix(text string, prefixes []string) bool {
 	return false
 }
 
+// prefixesAt lists, by their first byte, the literal prefixes of all
+// patterns with the index of their pattern.
+var prefixesAt = func() (t [256][]struct {
+	prefix  string
+	pattern int
+}) {
+	if len(patterns) > 64 {
+		panic("scrub: more patterns than a mask holds")
+	}
+	for k, p := range patterns {
+		for _, pre := range p.prefixes {
+			t[pre[0]] = append(t[pre[0]], struct {
+				prefix  string
+				pattern int
+			}{pre, k})
+		}
+	}
+	return t
+}()
+
+// candidates returns the patterns (bit k for patterns[k]) one of whose
+// prefixes text holds, as hasPrefix would find them pattern by pattern,
+// in one pass over text: a run scrubs every string of every cell, and
+// long clean texts (system prompts, tool descriptions) were searched once
+// for each of the twenty-odd prefixes.
+func candidates[T string | []byte](text T) uint64 {
+	var mask uint64
+	for i := 0; i < len(text); i++ {
+		for _, c := range prefixesAt[text[i]] {
+			if mask&(1<<c.pattern) == 0 && len(text)-i >= len(c.prefix) && string(text[i:i+len(c.prefix)]) == c.prefix {
+				mask |= 1 << c.pattern
+			}
+		}
+	}
+	return mask
+}
+
 // boundary reports whether a key shape may start at i: at the start of a
 // word, or right after an escape such as JSON's \n, whose letter is not
 // part of the key.
@@ -234,8 +271,9 @@ func (s *Scrubber) String(text string) string {
 			}
 		}
 	}
-	for _, p := range patterns {
-		if !hasPrefix(text, p.prefixes) {
+	mask := candidates(text)
+	for k, p := range patterns {
+		if mask&(1<<k) == 0 {
 			continue
 		}
 		ms := p.re.FindAllStringSubmatchIndex(text, -1)
@@ -259,6 +297,7 @@ func (s *Scrubber) String(text string) string {
 		if last > 0 {
 			b.WriteString(text[last:])
 			text = b.String()
+			mask = candidates(text) // the text the later patterns see
 		}
 	}
 	return text
@@ -283,11 +322,10 @@ func (s *Scrubber) dirty(b []byte) bool {
 			}
 		}
 	}
-	for _, p := range patterns {
-		for _, pre := range p.prefixes {
-			if bytes.Contains(b, []byte(pre)) && p.re.Match(b) {
-				return true
-			}
+	mask := candidates(b)
+	for k, p := range patterns {
+		if mask&(1<<k) != 0 && p.re.Match(b) {
+			return true
 		}
 	}
 	return false
