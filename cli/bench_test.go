@@ -173,7 +173,10 @@ func checkBenchRun(b *testing.B, out string) {
 // inproc runs cli.Main in the benchmark's process and reports the peak
 // live heap; process runs the command as a process of its own (the test
 // binary, as dageval) and reports its peak RSS and CPU time, which on a
-// shared machine say more than the wall time.
+// shared machine say more than the wall time. The output goes to the
+// system's temporary directory: a live run makes its files durable (an
+// fsync per cell file, the journal's group commits), which on a disk costs
+// more than the rest of the run; TMPDIR=/dev/shm leaves that cost out.
 func BenchmarkRunSuiteCLI(b *testing.B) {
 	url := startBenchProvider(b)
 	dir := b.TempDir()
