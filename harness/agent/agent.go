@@ -397,6 +397,7 @@ func (a *Agent) Invoke(ctx context.Context, in Input, opts ...Option) (*Result, 
 		}
 		ex.st = st
 	}
+	defer ex.stopWorkers()
 	return ex.loop(ctx)
 }
 
@@ -464,6 +465,10 @@ type exec struct {
 	pendingTools map[string]*ToolResponse
 	hist         history
 	chain        ModelHandler // every WrapModelCall around callModel
+	// jobs hands the extra calls of a turn with several tool calls to
+	// the invocation's workers (see runParallel); workers counts them.
+	jobs    chan func()
+	workers int
 }
 
 // apply applies u to the run's state, appending messages to its history.
@@ -836,14 +841,7 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		outs[i] = outcome{resp: resp, err: err, events: tr.events}
 		tr.mu.Unlock()
 	}
-	// The first call runs on this goroutine, whose stack has already grown
-	// to what tools need; the others run alongside it.
-	var wg sync.WaitGroup
-	for i := 1; i < len(calls); i++ {
-		wg.Go(func() { runOne(i) })
-	}
-	runOne(0)
-	wg.Wait()
+	ex.runParallel(len(calls), runOne)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -900,6 +898,65 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 	}
 	ex.pendingTools = nil
 	return nil, ex.save(ctx, nil, nil)
+}
+
+// runParallel runs run(0) … run(n-1) at the same time and returns when all
+// have returned. run(0) runs on this goroutine, whose stack has already
+// grown to what tools need; the others run on the invocation's workers.
+//
+// Workers live as long as the invocation, so each keeps the stack its
+// first call grew: a goroutine started per call begins with a small stack
+// that every call grows again, and copying it cost more than the rest of a
+// read_file. Every call still starts before run(0) does, each on a
+// goroutine of its own, so calls that wait on each other behave as before.
+func (ex *exec) runParallel(n int, run func(i int)) {
+	if n <= 1 {
+		if n == 1 {
+			run(0)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(n - 1)
+	for i := 1; i < n; i++ {
+		job := func() {
+			defer wg.Done()
+			run(i)
+		}
+		if i <= ex.workers {
+			// Every worker is idle or about to be: the previous step
+			// waited for its job. A worker takes one job at a time, so
+			// these sends reach i distinct workers before run(0).
+			ex.jobs <- job
+			continue
+		}
+		if ex.jobs == nil {
+			ex.jobs = make(chan func())
+		}
+		ex.workers++
+		go toolWorker(ex.jobs, job)
+	}
+	run(0)
+	wg.Wait()
+}
+
+// toolWorker runs job, then every job sent on jobs until it is closed.
+func toolWorker(jobs <-chan func(), job func()) {
+	for {
+		job()
+		var ok bool
+		if job, ok = <-jobs; !ok {
+			return
+		}
+	}
+}
+
+// stopWorkers ends the invocation's workers; no job is running by then.
+func (ex *exec) stopWorkers() {
+	if ex.jobs != nil {
+		close(ex.jobs)
+		ex.jobs, ex.workers = nil, 0
+	}
 }
 
 func (ex *exec) callTool(ctx context.Context, tr *toolRun, call llm.ToolCall) (*ToolResponse, error) {
