@@ -571,6 +571,13 @@ func (ex *exec) route(phase Phase, jump Jump) Position {
 // when the chain finished or jumped.
 func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done bool, res *Result, err error) {
 	mws := ex.a.cfg.Middleware
+	// One allocation for the slot contexts of the whole chain instead of
+	// one per hook; each hook still gets a context of its own, which it
+	// may keep.
+	var ctxs []slotCtx
+	if ex.pos.Index < n {
+		ctxs = make([]slotCtx, n-ex.pos.Index)
+	}
 	for k := ex.pos.Index; k < n; k++ {
 		i := k
 		if phase == PhaseAfterModel || phase == PhaseAfterAgent {
@@ -589,7 +596,9 @@ func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done 
 			fn = mw.AfterAgent
 		}
 		node := ex.a.nodes[phase][i]
-		u, herr := fn(withSlot(ctx, node), ex.st)
+		hctx := &ctxs[k-ex.pos.Index]
+		hctx.Context, hctx.slot.id = ctx, node
+		u, herr := fn(hctx, ex.st)
 		if herr != nil {
 			ex.pos.Index = k
 			if res, err := ex.interrupted(ctx, herr, nil); res != nil || err != nil {
