@@ -14,10 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/goccy/go-yaml"
-
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // Private state keys of SkillsMiddleware.
@@ -281,6 +280,17 @@ func (m *SkillsMiddleware) load(ctx context.Context) ([]Skill, []string) {
 // frontmatter matches the YAML frontmatter at the start of a SKILL.md.
 var frontmatter = regexp.MustCompile(`(?s)^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)`)
 
+// frontmatterError is a YAML problem in a SKILL.md's frontmatter, at its
+// file:line:col: "SKILL.md:3:14: skipped: invalid YAML frontmatter: …".
+func frontmatterError(file string, err error) error {
+	e := yamlx.FromError(file, err)
+	msg := e.Msg
+	if e.Key != "" {
+		msg = e.Key + ": " + msg
+	}
+	return &yamlx.Error{File: file, Line: e.Line, Column: e.Column, Msg: "skipped: invalid YAML frontmatter: " + msg}
+}
+
 // parseSkill parses a SKILL.md. It fails (the skill is skipped) when the
 // file is too large, has no frontmatter, its YAML is invalid or not a
 // mapping, or name or description is missing; errors name the file and, for
@@ -299,10 +309,18 @@ func parseSkill(file string, content []byte) (Skill, []string, error) {
 	if match == nil {
 		return Skill{}, nil, fmt.Errorf("%s: skipped: no YAML frontmatter (the file must start with a block between --- lines)", file)
 	}
+	// The frontmatter goes through the same gate as suites and agent files
+	// (size, nesting depth, alias expansion): a skill directory is as
+	// untrusted as a pull request, and an alias chain of a few KB would
+	// otherwise expand to gigabytes here. The leading newline makes YAML
+	// line numbers equal file line numbers.
 	var doc any
-	// The leading newline makes YAML line numbers equal file line numbers.
-	if err := yaml.Unmarshal([]byte("\n"+match[1]), &doc); err != nil {
-		return Skill{}, nil, fmt.Errorf("%s: skipped: invalid YAML frontmatter: %s", file, yaml.FormatError(err, false, false))
+	fmDoc, err := yamlx.Parse(file, []byte("\n"+match[1]))
+	if err == nil {
+		err = fmDoc.Decode(&doc)
+	}
+	if err != nil {
+		return Skill{}, nil, frontmatterError(file, err)
 	}
 	fm, ok := doc.(map[string]any)
 	if !ok {

@@ -87,7 +87,7 @@ func TestParseSkill(t *testing.T) {
 			want: middleware.Skill{Name: "a", Description: "d", Path: "/s/a/SKILL.md"},
 		},
 		{name: "no frontmatter", file: "/s/a/SKILL.md", content: "# a\n\nJust text.", wantError: "/s/a/SKILL.md: skipped: no YAML frontmatter"},
-		{name: "invalid YAML names the line", file: "/s/a/SKILL.md", content: "---\nname: a\ndescription: [oops\n---\n", wantError: "/s/a/SKILL.md: skipped: invalid YAML frontmatter: [3:"},
+		{name: "invalid YAML names the line", file: "/s/a/SKILL.md", content: "---\nname: a\ndescription: [oops\n---\n", wantError: "/s/a/SKILL.md:3:14: skipped: invalid YAML frontmatter: "},
 		{name: "not a mapping", file: "/s/a/SKILL.md", content: "---\n- a\n- b\n---\n", wantError: "must be a YAML mapping"},
 		{name: "missing name", file: "/s/a/SKILL.md", content: "---\ndescription: x\n---\n", wantError: `frontmatter field "name" is required`},
 		{name: "missing description", file: "/s/a/SKILL.md", content: "---\nname: a\n---\n", wantError: `frontmatter field "description" is required`},
