@@ -16,7 +16,11 @@ test-browser:
 
 ## fuzz: run each fuzz target for FUZZTIME (10s), one after another (go test fuzzes one target per run);
 ## a crasher is saved under the package's testdata/fuzz and from then on runs in make test
+## FUZZMINIMIZETIME bounds the runs (100x) the fuzzer spends shrinking each input that reaches new code before it counts it
+## (go's default, 60s, is a whole short run: the workers minimized and execs stayed at 0/s); a crasher is
+## saved unshrunk or part-shrunk, and reproduces all the same
 FUZZTIME ?= 10s
+FUZZMINIMIZETIME ?= 100x
 FUZZ_TARGETS := \
 	./evals:FuzzParseSuite \
 	./harness/agentfile:FuzzParseAgentFile \
@@ -29,7 +33,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$name ($$pkg, $(FUZZTIME))"; \
-		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime=$(FUZZTIME); \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINIMIZETIME); \
 	done
 
 vet:

@@ -7,10 +7,11 @@ import (
 	"github.com/dageval/dageval/internal/fuzzseed"
 )
 
-// FuzzParseCassette feeds the cassette parser mutations of the quickstart's
-// cassettes.
+// FuzzParseCassette feeds the cassette parser mutations of the small
+// recorded cassettes (the quirks and the imported third-party recordings;
+// the quickstart's are 35-126 KB, too big to seed, see fuzzseed).
 func FuzzParseCassette(f *testing.F) {
-	fuzzseed.Add(f, 10, "../../evals/examples/quickstart/cassettes/*.yaml")
+	fuzzseed.Add(f, 10, "../../cassettes/quirks/*.yaml", "../../cassettes/thirdparty/*/imported/*/*.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := cassette.Parse("c.yaml", data)
 		if err == nil && c == nil {
