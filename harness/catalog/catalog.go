@@ -14,9 +14,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
 
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 //go:embed models.yaml
@@ -146,12 +146,22 @@ func ContextWindow(id llm.Identity) (int, bool) { return Default().ContextWindow
 func CostOf(spec string, u llm.Usage) (Cost, error) { return Default().Cost(spec, u) }
 
 // Parse reads a catalog file. Errors name the file, the line and the field.
+// The file goes through the yamlx gate (size, nesting depth, alias
+// expansion) like every other YAML a user brings: a catalog may come with a
+// pull request, and 40 000 nested brackets would otherwise take gigabytes
+// in go-yaml's parser before any error.
 func Parse(name string, data []byte) (*Catalog, error) {
-	var f file
-	if err := yaml.UnmarshalWithOptions(data, &f, yaml.Strict()); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))
+	af, err := yamlx.ParseFile(name, data)
+	if err != nil {
+		return nil, err
 	}
-	return build(name, &f, lineFinder(data))
+	var f file
+	if len(af.Docs) > 0 && af.Docs[0].Body != nil {
+		if err := yaml.NodeToValue(af.Docs[0].Body, &f, yaml.Strict()); err != nil {
+			return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))
+		}
+	}
+	return build(name, &f, lineFinder(af))
 }
 
 // build checks a decoded catalog file and indexes it; lineOf gives the
@@ -210,17 +220,10 @@ func build(name string, f *file, lineOf func(path string) int) (*Catalog, error)
 	return c, nil
 }
 
-// lineFinder returns a function giving the line of a YAML path, 0 if
-// unknown. It parses the file into nodes on its first call only: a valid
-// file never needs them, and parsing the embedded catalog twice doubled
-// the start-up of every command that prices or sizes a model.
-func lineFinder(data []byte) func(path string) int {
-	parse := sync.OnceValues(func() (*ast.File, error) { return parser.ParseBytes(data, 0) })
+// lineFinder returns a function giving the line of a YAML path in the
+// parsed file, 0 if unknown.
+func lineFinder(f *ast.File) func(path string) int {
 	return func(path string) int {
-		f, err := parse()
-		if err != nil {
-			return 0
-		}
 		p, perr := yaml.PathString(path)
 		if perr != nil {
 			return 0
