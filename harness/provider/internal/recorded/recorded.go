@@ -19,6 +19,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/internal/yamlx"
 )
 
 // Files lists the recordings, e.g. "test_anthropic/test_anthropic_tool_output.yaml", sorted.
@@ -126,9 +127,22 @@ func LoadProject(project, name string) (*Cassette, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The recordings come from other projects: read them within the
+	// cassette limits (size, nesting depth, alias expansion) like any
+	// cassette.
+	lim, err := yamlx.CassetteLimits()
+	if err != nil {
+		return nil, err
+	}
+	af, err := yamlx.ParseFileWith(name, data, lim)
+	if err != nil {
+		return nil, err
+	}
 	var f goVCRFile
-	if err := yaml.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))
+	if len(af.Docs) > 0 && af.Docs[0].Body != nil {
+		if err := yaml.NodeToValue(af.Docs[0].Body, &f); err != nil {
+			return nil, fmt.Errorf("%s: %s", name, yaml.FormatError(err, false, false))
+		}
 	}
 	if f.Version != 2 {
 		return nil, fmt.Errorf("%s: version %d, want 2 (a go-vcr cassette)", name, f.Version)
