@@ -187,9 +187,10 @@ func (d *Doc) DecodeNode(n ast.Node, v any) error {
 	}
 	if d.dec == nil {
 		d.dec = yaml.NewDecoder(strings.NewReader(""), yaml.Strict())
-		if d.Root != nil {
+		if d.Root != nil && d.anchors != nil {
 			// Decoding the whole document once registers every anchor;
-			// the limits have bounded what its aliases expand to.
+			// the limits have bounded what its aliases expand to. A
+			// document without anchors (most) skips this second decode.
 			var all any
 			_ = d.dec.DecodeFromNode(d.Root, &all)
 		}
