@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"unsafe"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -67,7 +69,78 @@ func (m *AnthropicPromptCachingMiddleware) WrapModelCall(ctx context.Context, re
 	if !isAnthropic(req.Model) {
 		return next(ctx, req)
 	}
-	return next(ctx, markCachePrefix(req, m.marker))
+	return markAndCall(ctx, cacheMarksKey{m}, req, m.marker, next)
+}
+
+// cacheMarksKey keys a prompt caching middleware's cacheMarks in agent.RunMemo.
+type cacheMarksKey struct{ m agent.Middleware }
+
+// cacheMarks is the message list a prompt caching middleware hands the
+// model across the calls of one run, so that marking the latest message
+// costs the same at the thousandth step as at the tenth instead of copying
+// the whole history each call. buf[:len(src)] holds src, the state's
+// history as of the previous call (whose messages never change, see
+// agent.State), except that buf[len(src)-1] carries the marker when marked
+// is set; marks counts the breakpoints src itself carries. Reusing buf
+// rewrites the message marked by the previous call: the model is lent the
+// request for the call only and copies what it keeps (as llm.ChatModel
+// says).
+type cacheMarks struct {
+	mu     sync.Mutex
+	src    []llm.Message
+	buf    []llm.Message
+	marked bool
+	marks  int
+}
+
+// markAndCall calls next with req marked as markCachePrefix marks it. When
+// the request carries the state's own history and no other call of the run
+// is using the run's cacheMarks, the marked message list is built by
+// extending the previous call's instead of copying the history.
+func markAndCall(ctx context.Context, key cacheMarksKey, req *agent.ModelRequest, marker func() *llm.CacheControl, next agent.ModelHandler) (*agent.ModelResponse, error) {
+	if req.State == nil || !sameMessages(req.Messages, req.State.Messages) {
+		return next(ctx, markCachePrefix(req, marker))
+	}
+	cm := agent.RunMemo(ctx, key, func() *cacheMarks { return &cacheMarks{} })
+	if !cm.mu.TryLock() {
+		return next(ctx, markCachePrefix(req, marker))
+	}
+	defer cm.mu.Unlock()
+	return next(ctx, cm.mark(req, marker))
+}
+
+// mark returns a copy of req marked as markCachePrefix marks it, whose
+// message list (when the latest message is marked) is cm.buf.
+func (cm *cacheMarks) mark(req *agent.ModelRequest, marker func() *llm.CacheControl) *agent.ModelRequest {
+	msgs := req.Messages
+	if old := len(cm.src); old > 0 && (len(msgs) < old || unsafe.SliceData(msgs) != unsafe.SliceData(cm.src)) {
+		// Not an extension of the history cm.buf holds: start over in a
+		// new buffer, leaving the old one to the request it was lent to.
+		cm.src, cm.buf, cm.marked, cm.marks = nil, nil, false, 0
+	}
+	old := len(cm.src)
+	if cm.marked {
+		cm.buf[old-1] = msgs[old-1]
+		cm.marked = false
+	}
+	cm.buf = append(cm.buf, msgs[old:]...)
+	cm.marks += messageBreakpoints(msgs[old:])
+	cm.src = msgs
+
+	budget := maxCacheBreakpoints - toolSystemBreakpoints(&req.Request) - cm.marks
+	c, budget := markToolsSystem(req, budget, marker)
+	if n := len(msgs); budget > 0 && n > 0 {
+		if k := len(msgs[n-1].Content); k > 0 && msgs[n-1].Content[k-1].CacheControl == nil {
+			last := msgs[n-1].Clone()
+			last.Content[k-1].CacheControl = marker()
+			cm.buf[n-1] = last
+			cm.marked = true
+			// Full slice expression: what is appended downstream lands in
+			// a copy, never in the part of buf the next call extends.
+			c.Messages = cm.buf[:n:n]
+		}
+	}
+	return c
 }
 
 // markCachePrefix returns a copy of req with cache-control breakpoints on
@@ -76,17 +149,7 @@ func (m *AnthropicPromptCachingMiddleware) WrapModelCall(ctx context.Context, re
 // breakpoints the Messages API accepts (on Anthropic and on Bedrock alike).
 func markCachePrefix(req *agent.ModelRequest, marker func() *llm.CacheControl) *agent.ModelRequest {
 	budget := maxCacheBreakpoints - countBreakpoints(&req.Request)
-	c := req.Clone()
-	if n := len(c.Tools); budget > 0 && n > 0 && c.Tools[n-1].CacheControl == nil {
-		c.Tools = slices.Clone(c.Tools)
-		c.Tools[n-1].CacheControl = marker()
-		budget--
-	}
-	if n := len(c.System); budget > 0 && n > 0 && c.System[n-1].CacheControl == nil {
-		c.System = slices.Clone(c.System)
-		c.System[n-1].CacheControl = marker()
-		budget--
-	}
+	c, budget := markToolsSystem(req, budget, marker)
 	if n := len(c.Messages); budget > 0 && n > 0 {
 		if k := len(c.Messages[n-1].Content); k > 0 && c.Messages[n-1].Content[k-1].CacheControl == nil {
 			last := c.Messages[n-1].Clone()
@@ -98,8 +161,26 @@ func markCachePrefix(req *agent.ModelRequest, marker func() *llm.CacheControl) *
 	return c
 }
 
-// countBreakpoints counts the cache-control markers a request already carries.
-func countBreakpoints(r *llm.Request) int {
+// markToolsSystem returns a copy of req with the last tool and the last
+// system block marked, as far as budget allows, and what is left of budget.
+func markToolsSystem(req *agent.ModelRequest, budget int, marker func() *llm.CacheControl) (*agent.ModelRequest, int) {
+	c := req.Clone()
+	if n := len(c.Tools); budget > 0 && n > 0 && c.Tools[n-1].CacheControl == nil {
+		c.Tools = slices.Clone(c.Tools)
+		c.Tools[n-1].CacheControl = marker()
+		budget--
+	}
+	if n := len(c.System); budget > 0 && n > 0 && c.System[n-1].CacheControl == nil {
+		c.System = slices.Clone(c.System)
+		c.System[n-1].CacheControl = marker()
+		budget--
+	}
+	return c, budget
+}
+
+// toolSystemBreakpoints counts the cache-control markers a request's tools
+// and system blocks already carry.
+func toolSystemBreakpoints(r *llm.Request) int {
 	n := 0
 	for i := range r.Tools {
 		if r.Tools[i].CacheControl != nil {
@@ -111,9 +192,15 @@ func countBreakpoints(r *llm.Request) int {
 			n++
 		}
 	}
-	for i := range r.Messages {
-		for k := range r.Messages[i].Content {
-			if r.Messages[i].Content[k].CacheControl != nil {
+	return n
+}
+
+// messageBreakpoints counts the cache-control markers msgs already carry.
+func messageBreakpoints(msgs []llm.Message) int {
+	n := 0
+	for i := range msgs {
+		for k := range msgs[i].Content {
+			if msgs[i].Content[k].CacheControl != nil {
 				n++
 			}
 		}
@@ -170,9 +257,14 @@ func (m *BedrockPromptCachingMiddleware) WrapModelCall(ctx context.Context, req 
 	if !ok || !IsBedrockProvider(id.Provider) || !strings.Contains(strings.ToLower(id.Model), "anthropic") {
 		return next(ctx, req)
 	}
-	return next(ctx, markCachePrefix(req, func() *llm.CacheControl {
+	return markAndCall(ctx, cacheMarksKey{m}, req, func() *llm.CacheControl {
 		cc := llm.Ephemeral()
 		cc.TTL = m.ttl
 		return cc
-	}))
+	}, next)
+}
+
+// countBreakpoints counts the cache-control markers a request already carries.
+func countBreakpoints(r *llm.Request) int {
+	return toolSystemBreakpoints(r) + messageBreakpoints(r.Messages)
 }
