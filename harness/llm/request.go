@@ -149,7 +149,9 @@ type Response struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// ChatModel generates the next assistant message.
+// ChatModel generates the next assistant message. The request is lent for
+// the call: a model copies what it keeps of it, since the caller may reuse
+// its slices for later calls (prompt caching does, for its message list).
 type ChatModel interface {
 	Generate(ctx context.Context, req *Request) (*Response, error)
 }

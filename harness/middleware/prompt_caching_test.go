@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
@@ -136,4 +137,115 @@ func TestBedrockPromptCaching(t *testing.T) {
 	assert.ErrorContains(t, err, `BedrockPromptCachingMiddleware: ttl must be "5m" or "1h"`)
 	assert.True(t, middleware.IsBedrockProvider("bedrock-converse"))
 	assert.False(t, middleware.IsBedrockProvider("anthropic"))
+}
+
+// stateProbe is the model-call wrapper inside prompt caching: it checks that
+// no message of the state's history ever carries a marker the caller did not
+// put there, and can replace the history before a given call.
+type stateProbe struct {
+	agent.Base
+	t       *testing.T
+	callers int // markers the caller put in the history
+	calls   int
+	// replaceAt, when the history has that many messages, replaces it with
+	// replaceWith (a new backing array, shorter than the last call's), once.
+	replaceAt   int
+	replaceWith []llm.Message
+	replaced    bool
+}
+
+func (*stateProbe) Name() string { return "stateProbe" }
+
+func (p *stateProbe) BeforeModel(_ context.Context, s *agent.State) (*agent.Update, error) {
+	if p.replaceAt > 0 && len(s.Messages) == p.replaceAt && !p.replaced {
+		p.replaced = true
+		return &agent.Update{ReplaceMessages: true, Messages: p.replaceWith}, nil
+	}
+	return nil, nil
+}
+
+func (p *stateProbe) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
+	p.calls++
+	resp, err := next(ctx, req)
+	// After the call, too: the marker of this call must not be in the state.
+	marks := 0
+	for _, m := range req.State.Messages {
+		for _, b := range m.Content {
+			if b.CacheControl != nil {
+				marks++
+			}
+		}
+	}
+	assert.Equal(p.t, p.callers, marks, "call %d: markers in the state's history", p.calls)
+	return resp, err
+}
+
+// TestAnthropicPromptCachingAcrossCalls: over a run, each request marks its
+// latest message only (the marker of the previous call is gone), the
+// state's history is never marked, the caller's markers count against the
+// four, and a history that is replaced mid-run is marked afresh.
+func TestAnthropicPromptCachingAcrossCalls(t *testing.T) {
+	tools := []tool.Tool{textTool("lookup", "found")}
+	script := func(calls int) []fakes.Step {
+		var steps []fakes.Step
+		for i := range calls - 1 {
+			steps = append(steps, fakes.Calls("", fakes.Call("lookup", map[string]string{"q": itoa(i)})))
+		}
+		return append(steps, fakes.Reply("done"))
+	}
+	marked := func(text string) llm.Message {
+		m := llm.User(text)
+		m.Content[0].CacheControl = llm.Ephemeral()
+		return m
+	}
+	run := func(t *testing.T, probe *stateProbe, calls int, input ...llm.Message) []llm.Request {
+		t.Helper()
+		probe.t = t
+		model := fakes.NewScripted(script(calls)...).WithIdentity("anthropic", "claude-sonnet-4-6")
+		a := newAgent(t, model, "You are helpful.", tools, newCaching(t, ""), probe)
+		res, err := a.Invoke(t.Context(), agent.Input{Messages: input})
+		require.NoError(t, err)
+		require.Equal(t, calls, probe.calls)
+		marks := 0
+		for _, m := range res.State.Messages {
+			for _, b := range m.Content {
+				if b.CacheControl != nil {
+					marks++
+				}
+			}
+		}
+		assert.Equal(t, probe.callers, marks, "markers in the final state")
+		return model.Requests()
+	}
+	t.Run("latest message only", func(t *testing.T) {
+		reqs := run(t, &stateProbe{}, 6, llm.User("go"))
+		for i, r := range reqs {
+			want := []string{"tool:lookup:", "system:0", "message:" + itoa(2*i) + ":0"}
+			assert.Equal(t, want, breakpoints(r), "call %d", i+1)
+		}
+	})
+	t.Run("caller markers count", func(t *testing.T) {
+		reqs := run(t, &stateProbe{callers: 1}, 4, marked("context"), llm.User("go"))
+		for i, r := range reqs {
+			want := []string{"tool:lookup:", "system:0", "message:0:0", "message:" + itoa(1+2*i) + ":0"}
+			assert.Equal(t, want, breakpoints(r), "call %d", i+1)
+		}
+		reqs = run(t, &stateProbe{callers: 2}, 4, marked("context"), marked("go"))
+		for i, r := range reqs {
+			assert.Equal(t, []string{"tool:lookup:", "system:0", "message:0:0", "message:1:0"}, breakpoints(r),
+				"call %d: the caller's two markers leave none for the latest message", i+1)
+		}
+	})
+	t.Run("history replaced", func(t *testing.T) {
+		probe := &stateProbe{replaceAt: 5, replaceWith: []llm.Message{llm.User("again")}}
+		reqs := run(t, probe, 5, llm.User("go"))
+		var got []string
+		for _, r := range reqs {
+			got = append(got, strconv.Itoa(len(r.Messages))+":"+breakpoints(r)[2])
+		}
+		assert.Equal(t, []string{"1:message:0:0", "3:message:2:0", "1:message:0:0", "3:message:2:0", "5:message:4:0"}, got)
+		for _, r := range reqs {
+			assert.Len(t, breakpoints(r), 3)
+		}
+	})
 }
