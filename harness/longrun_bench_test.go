@@ -23,8 +23,8 @@ var (
 
 // BenchmarkDeepAgentLoop runs long runs (see longRunModel) through the
 // default deep agent: with no checkpointer, with the SQLite one, and on an
-// Anthropic model, whose requests prompt caching marks (it copies the
-// message list of every request to do so). The per-step metrics divide by
+// Anthropic model, whose requests prompt caching marks (extending one
+// marked message list over the run's calls). The per-step metrics divide by
 // the steps of one run; a flat ns/step from N=10 to N=800 is a run whose
 // cost is linear in its length.
 func BenchmarkDeepAgentLoop(b *testing.B) {
