@@ -210,7 +210,8 @@ func (m *Model) generateOnce(ctx context.Context, params sdk.MessageNewParams, e
 	if err != nil {
 		return nil, err
 	}
-	msg, err := svc.New(ctx, params, append(opts, extra...)...)
+	send, body := m.direct(params)
+	msg, err := svc.New(ctx, send, append(append(opts, body...), extra...)...)
 	if err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			resp, err := m.streamOnce(ctx, params, func(llm.Chunk) bool { return true }, option.WithHTTPClient(&http.Client{Transport: a}))

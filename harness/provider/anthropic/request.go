@@ -16,8 +16,18 @@ import (
 	"github.com/dageval/dageval/harness/provider"
 )
 
-// params translates a provider-neutral request into Messages API parameters.
+// params translates a provider-neutral request into Messages API
+// parameters that send themselves spliced (see spliced).
 func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
+	p, err := m.fields(req)
+	if err != nil {
+		return p, err
+	}
+	return spliced(p), nil
+}
+
+// fields translates a provider-neutral request into Messages API parameters.
+func (m *Model) fields(req *llm.Request) (sdk.MessageNewParams, error) {
 	p := sdk.MessageNewParams{Model: m.cfg.Model}
 	p.MaxTokens = int64(req.MaxTokens)
 	if p.MaxTokens <= 0 {

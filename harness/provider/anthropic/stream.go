@@ -86,7 +86,8 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emi
 		return nil, err
 	}
 	var raw *http.Response
-	stream := svc.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
+	send, body := m.direct(params)
+	stream := svc.NewStreaming(ctx, send, append(append(append(opts, body...), extra...), option.WithResponseInto(&raw))...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {

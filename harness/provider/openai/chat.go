@@ -23,8 +23,18 @@ const (
 	geminiCallSig    = "gemini-call:" // "gemini-call:<call id>:<signature>"
 )
 
-// chatParams translates a request into Chat Completions parameters.
+// chatParams translates a request into Chat Completions parameters that
+// send themselves spliced (see splicedChat).
 func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNewParams, error) {
+	p, err := m.chatFields(req, stream)
+	if err != nil {
+		return p, err
+	}
+	return splicedChat(p), nil
+}
+
+// chatFields translates a request into Chat Completions parameters.
+func (m *Model) chatFields(req *llm.Request, stream bool) (sdk.ChatCompletionNewParams, error) {
 	p := sdk.ChatCompletionNewParams{Model: m.cfg.Model}
 	if sys := req.SystemText(); sys != "" {
 		p.Messages = append(p.Messages, sdk.SystemMessage(sys))

@@ -166,7 +166,8 @@ func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewPara
 	if err != nil {
 		return nil, err
 	}
-	stream := svc.chat.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
+	send, sendOpts := direct(m, params)
+	stream := svc.chat.NewStreaming(ctx, send, append(append(append(opts, sendOpts...), extra...), option.WithResponseInto(&raw))...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {

@@ -3,8 +3,15 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/dageval/dageval/harness/provider"
 )
 
 // marshalParam is an SDK param that encodes itself.
@@ -26,4 +33,82 @@ func preEncode[T marshalParam, PT param.InferPtr[T]](p T) (T, int) {
 		return p, 0
 	}
 	return o, len(raw)
+}
+
+// escapeHTML is whether openai-go's encoder escapes <, > and & (it does
+// not).
+const escapeHTML = false
+
+// splicedResponses returns p set to send the JSON it encodes to, built
+// from its input items and tools as they were pre-encoded (see
+// provider.Splice) instead of by the SDK's encoder on every call; p
+// itself when they cannot be spliced. The parameters keep every field.
+func splicedResponses(p responses.ResponseNewParams) responses.ResponseNewParams {
+	shell := p
+	var lists [][][]byte
+	if elems, ok := provider.ListJSON(p.Input.OfInputItemList, escapeHTML); ok {
+		shell.Input.OfInputItemList = responses.ResponseInputParam{param.Override[responses.ResponseInputItemUnionParam](provider.Hole(len(lists)))}
+		lists = append(lists, elems)
+	}
+	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
+		shell.Tools = []responses.ToolUnionParam{param.Override[responses.ToolUnionParam](provider.Hole(len(lists)))}
+		lists = append(lists, elems)
+	}
+	if body, ok := splice(shell, lists); ok {
+		param.SetJSON(body, &p)
+	}
+	return p
+}
+
+// splicedChat is splicedResponses for Chat Completions: messages and tools.
+func splicedChat(p sdk.ChatCompletionNewParams) sdk.ChatCompletionNewParams {
+	shell := p
+	var lists [][][]byte
+	if elems, ok := provider.ListJSON(p.Messages, escapeHTML); ok {
+		shell.Messages = []sdk.ChatCompletionMessageParamUnion{param.Override[sdk.ChatCompletionMessageParamUnion](provider.Hole(len(lists)))}
+		lists = append(lists, elems)
+	}
+	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
+		shell.Tools = []sdk.ChatCompletionToolUnionParam{param.Override[sdk.ChatCompletionToolUnionParam](provider.Hole(len(lists)))}
+		lists = append(lists, elems)
+	}
+	if body, ok := splice(shell, lists); ok {
+		param.SetJSON(body, &p)
+	}
+	return p
+}
+
+func splice(shell json.Marshaler, lists [][][]byte) ([]byte, bool) {
+	if len(lists) == 0 {
+		return nil, false
+	}
+	raw, err := shell.MarshalJSON()
+	if err != nil {
+		return nil, false
+	}
+	return provider.Splice(raw, lists, escapeHTML)
+}
+
+// direct returns what to hand the SDK for p, and the options that come
+// with it, so that the SDK sends the body spliced (which p carries as its
+// JSON) without encoding or compacting it again: p with an empty object as
+// its JSON, and options that set the body and then the config's extra
+// body fields, which the client's own options set on the empty object and
+// which are set again here the same way in the same order. The SDK's
+// "stream" comes after every call option, as it does on the body it
+// encodes. A platform's client options may read or change the body, so a
+// platform's request, or one not spliced, is sent as it is.
+func direct[T param.ParamStruct, PT param.InferPtr[T]](m *Model, p T) (T, []option.RequestOption) {
+	v, ok := p.Overrides()
+	body, isRaw := v.(json.RawMessage)
+	if !ok || !isRaw || m.platform != nil || !provider.PlainKeys(m.cfg.ExtraBody) {
+		return p, nil
+	}
+	param.SetJSON([]byte("{}"), PT(&p))
+	// A fresh copy per attempt: the SDK's buffer is its own to change.
+	opts := []option.RequestOption{option.WithRequestBody("application/json", bytes.Clone(body))}
+	for _, k := range slices.Sorted(maps.Keys(m.cfg.ExtraBody)) {
+		opts = append(opts, option.WithJSONSet(k, m.cfg.ExtraBody[k]))
+	}
+	return p, opts
 }

@@ -242,7 +242,8 @@ func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewP
 	}
 	var raw []byte
 	var res *http.Response
-	if _, err := svc.responses.New(ctx, params, append(append(opts, option.WithResponseBodyInto(&raw), option.WithResponseInto(&res)), extra...)...); err != nil {
+	send, sendOpts := direct(m, params)
+	if _, err := svc.responses.New(ctx, send, append(append(append(opts, sendOpts...), option.WithResponseBodyInto(&raw), option.WithResponseInto(&res)), extra...)...); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			return m.timed(capture)(m.streamResponses(ctx, params, keepAll, answerClient(a)))
 		}
@@ -267,7 +268,8 @@ func (m *Model) chatOnce(ctx context.Context, params sdk.ChatCompletionNewParams
 	if err != nil {
 		return nil, err
 	}
-	c, err := svc.chat.New(ctx, params, append(opts, extra...)...)
+	send, sendOpts := direct(m, params)
+	c, err := svc.chat.New(ctx, send, append(append(opts, sendOpts...), extra...)...)
 	if err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			return m.timed(capture)(m.streamChat(ctx, params, nMessages, keepAll, answerClient(a)))

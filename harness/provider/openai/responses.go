@@ -22,8 +22,18 @@ type reasoningState struct {
 	EncryptedContent string `json:"encrypted_content,omitempty"`
 }
 
-// responsesParams translates a request into Responses API parameters.
+// responsesParams translates a request into Responses API parameters
+// that send themselves spliced (see splicedResponses).
 func (m *Model) responsesParams(req *llm.Request) (responses.ResponseNewParams, error) {
+	p, err := m.responsesFields(req)
+	if err != nil {
+		return p, err
+	}
+	return splicedResponses(p), nil
+}
+
+// responsesFields translates a request into Responses API parameters.
+func (m *Model) responsesFields(req *llm.Request) (responses.ResponseNewParams, error) {
 	p := responses.ResponseNewParams{Model: shared.ResponsesModel(m.cfg.Model)}
 	if sys := req.SystemText(); sys != "" {
 		p.Instructions = param.NewOpt(sys)

@@ -48,7 +48,8 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 	if err != nil {
 		return nil, err
 	}
-	stream := svc.responses.NewStreaming(ctx, params, append(append(opts, extra...), option.WithResponseInto(&raw))...)
+	send, sendOpts := direct(m, params)
+	stream := svc.responses.NewStreaming(ctx, send, append(append(append(opts, sendOpts...), extra...), option.WithResponseInto(&raw))...)
 	defer stream.Close()
 	if err := stream.Err(); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {

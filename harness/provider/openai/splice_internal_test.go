@@ -1,0 +1,67 @@
+package openai
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
+)
+
+// awkward is a request whose text holds what encoders treat specially:
+// HTML characters, line and paragraph separators, quotes, a NUL.
+func awkward() *llm.Request {
+	req := conversation()
+	req.System = []llm.Block{llm.TextBlock("<rules>Be brief & exact.</rules>\u2028\"quoted\"\x00")}
+	req.Messages = append(req.Messages, llm.User("a <b> & c \u2029 d"),
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_3", Name: "weather", Args: json.RawMessage(`{"city": "<Oslo> & Bergen"}`)}}},
+		llm.ToolResult("call_3", "weather", "</tool_result> \u2028", false))
+	req.Tools = append(req.Tools, llm.ToolSpec{Name: "html", Description: "Renders <html> & more.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"a <query>"}}}`)})
+	return req
+}
+
+// spaced has a tool schema with spaces, which the SDK sends as they are
+// and would take out of JSON it is given whole: it is not spliced.
+func spaced() *llm.Request {
+	req := awkward()
+	req.Tools[1].Parameters = json.RawMessage(`{"type": "object", "properties": {"q": {"type": "string", "description": "a <query>"}}}`)
+	return req
+}
+
+// TestSplicedRequestsAreTheSDKEncoding: a spliced request's body is byte
+// for byte what the SDK encodes the same parameters to, on the first call
+// (messages just encoded) and on the next (from the caches).
+func TestSplicedRequestsAreTheSDKEncoding(t *testing.T) {
+	for i, req := range []*llm.Request{conversation(), awkward(), {Messages: []llm.Message{llm.User("hi")}}, spaced()} {
+		wantSpliced := i != 3
+		m := model(t, provider.KindOpenAI, true)
+		for range 2 {
+			p, err := m.responsesFields(req)
+			require.NoError(t, err)
+			want, err := p.MarshalJSON()
+			require.NoError(t, err)
+			s := splicedResponses(p)
+			_, isSpliced := s.Overrides()
+			assert.Equal(t, wantSpliced, isSpliced, "responses request %d spliced", i)
+			got, err := s.MarshalJSON()
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got))
+			assert.False(t, strings.Contains(string(got), "dageval splice"))
+
+			c, err := m.chatFields(req, true)
+			require.NoError(t, err)
+			want, err = c.MarshalJSON()
+			require.NoError(t, err)
+			sc := splicedChat(c)
+			_, isSpliced = sc.Overrides()
+			assert.Equal(t, wantSpliced, isSpliced, "chat request %d spliced", i)
+			got, err = sc.MarshalJSON()
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got))
+		}
+	}
+}
