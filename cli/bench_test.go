@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,10 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +18,7 @@ import (
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/internal/benchkit"
 )
 
 // benchProviderEnv makes TestBenchEvalProvider serve BenchmarkRunSuiteCLI's
@@ -49,41 +46,10 @@ func benchEvalModel() llm.ChatModel {
 // OpenAI-compatible server in a process of its own, so that the benchmark
 // measures the run's CPU and memory, not the server's.
 func TestBenchEvalProvider(t *testing.T) {
-	if os.Getenv(benchProviderEnv) != "1" {
-		t.Skip("the benchmark's provider process")
-	}
-	srv := llmserver.NewServer(benchEvalModel())
-	defer srv.Close()
-	fmt.Println(srv.URL)
-	_, _ = io.Copy(io.Discard, os.Stdin) // serve until the benchmark closes stdin
-}
-
-// startBenchProvider runs the local server in a child process and returns its URL.
-func startBenchProvider(b *testing.B) string {
-	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchEvalProvider$", "-test.count=1")
-	cmd.Env = append(os.Environ(), benchProviderEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
+	benchkit.ServeChild(t, benchProviderEnv, func() (string, func()) {
+		srv := llmserver.NewServer(benchEvalModel())
+		return srv.URL, srv.Close
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("provider process: %v", err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	return strings.TrimSpace(line)
 }
 
 // benchEvalSuite is issue 18's eval workload: 2 models × n cases, live
@@ -117,35 +83,6 @@ cases:
 // benchArgs is the command line the benchmark runs, less the suite and --out.
 var benchArgs = []string{"--concurrency", "4"}
 
-// benchPeakHeap samples the live heap until stop is called and returns the
-// highest value seen, in bytes.
-func benchPeakHeap() (stop func() uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		return peak.Load()
-	}
-}
-
 // checkBenchRun fails the benchmark unless the run in out judged all its
 // cells and every one passed.
 func checkBenchRun(b *testing.B, out string) {
@@ -178,7 +115,7 @@ func checkBenchRun(b *testing.B, out string) {
 // fsync per cell file, the journal's group commits), which on a disk costs
 // more than the rest of the run; TMPDIR=/dev/shm leaves that cost out.
 func BenchmarkRunSuiteCLI(b *testing.B) {
-	url := startBenchProvider(b)
+	url := benchkit.StartChild(b, "TestBenchEvalProvider", benchProviderEnv)
 	dir := b.TempDir()
 	suite := filepath.Join(dir, "suite.yaml")
 	if err := os.WriteFile(suite, []byte(benchEvalSuite(benchCases)), 0o644); err != nil {
@@ -202,7 +139,7 @@ func BenchmarkRunSuiteCLI(b *testing.B) {
 		for b.Loop() {
 			out := filepath.Join(dir, fmt.Sprintf("out-%d", n))
 			n++
-			stop := benchPeakHeap()
+			stop := benchkit.PeakHeap(time.Millisecond)
 			code := Main(args(out), WithContext(context.Background()), WithStdio(strings.NewReader(""), io.Discard, io.Discard), WithGetenv(getenv))
 			peak = max(peak, stop())
 			b.StopTimer()

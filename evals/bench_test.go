@@ -1,21 +1,16 @@
 package evals_test
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +18,7 @@ import (
 	"github.com/dageval/dageval/evals"
 	"github.com/dageval/dageval/fakes/llmserver"
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/internal/benchkit"
 )
 
 // benchModel answers like a small competent agent (one lookup, then an
@@ -59,44 +55,10 @@ func (benchModel) Generate(_ context.Context, req *llm.Request) (*llm.Response, 
 // own, so that the benchmark measures the runner's memory, not the
 // server's record of every request it answered.
 func TestBenchProvider(t *testing.T) {
-	if os.Getenv("DAGEVAL_BENCH_PROVIDER") != "1" {
-		t.Skip("the benchmark's provider process")
-	}
-	srv := llmserver.NewServer(benchModel{})
-	defer srv.Close()
-	fmt.Println(srv.OpenAIBaseURL())
-	_, _ = io.Copy(io.Discard, os.Stdin) // serve until the benchmark closes stdin
-}
-
-// startProvider runs the mock provider in a child process and returns its base URL.
-func startProvider(b *testing.B) string {
-	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBenchProvider$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "DAGEVAL_BENCH_PROVIDER=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		_ = cmd.Wait()
-		if st := cmd.ProcessState; st != nil {
-			b.Logf("the provider process used %s of CPU", st.UserTime()+st.SystemTime())
-		}
+	benchkit.ServeChild(t, "DAGEVAL_BENCH_PROVIDER", func() (string, func()) {
+		srv := llmserver.NewServer(benchModel{})
+		return srv.OpenAIBaseURL(), srv.Close
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("provider process: %v", err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	return strings.TrimSpace(line)
 }
 
 // benchSuite is 2 models × n cases, each with an inline rubric graded by a
@@ -127,47 +89,18 @@ cases:
 	return b.String()
 }
 
-// peakHeap samples the live heap until stop is called and returns the
-// highest value seen, in bytes.
-func peakHeap() (stop func() uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(2 * time.Millisecond)
-		defer t.Stop()
-		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	})
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		return peak.Load()
-	}
-}
-
 // BenchmarkSuite runs a 2 models × 200 cases suite, rubric-graded, end to
 // end (load, run, write results) in live mode against a local mock
 // provider. Goal: ≤ 0.5 s and ≤ 40 MiB peak heap per run.
 func BenchmarkSuite(b *testing.B) {
-	url := startProvider(b)
+	url := benchkit.StartChild(b, "TestBenchProvider", "DAGEVAL_BENCH_PROVIDER")
 	path := writeSuite(b, map[string]string{"suite.yaml": benchSuite(url, 200)})
 	out := b.TempDir()
 	var peak uint64
 	runtime.GC()
 	b.ResetTimer()
 	for b.Loop() {
-		stop := peakHeap()
+		stop := benchkit.PeakHeap(2 * time.Millisecond)
 		s, err := evals.Load(path)
 		if err != nil {
 			b.Fatal(err)

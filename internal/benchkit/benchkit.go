@@ -1,0 +1,92 @@
+// Package benchkit holds what the end-to-end benchmarks share: a provider in a process of its own, and the peak live heap.
+package benchkit
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// ServeChild is the body of the pseudo-test a benchmark re-runs its own
+// binary with (see StartChild): unless env is "1" it skips; otherwise it
+// starts the server, prints the URL serve returns on its first line of
+// output, and serves until the benchmark closes its standard input.
+func ServeChild(t *testing.T, env string, serve func() (url string, stop func())) {
+	if os.Getenv(env) != "1" {
+		t.Skip("a benchmark's provider process")
+	}
+	url, stop := serve()
+	defer stop()
+	os.Stdout.WriteString(url + "\n")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// StartChild runs the test binary's pseudo-test testName with env=1 in a
+// child process, so that a benchmark measures its own CPU and memory and
+// not the server's, and returns the URL the child prints. The child stops
+// when the benchmark ends; its CPU time is logged.
+func StartChild(b *testing.B, testName, env string) string {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+testName+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+		if st := cmd.ProcessState; st != nil {
+			b.Logf("the provider process used %s of CPU", st.UserTime()+st.SystemTime())
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("provider process: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return strings.TrimSpace(line)
+}
+
+// PeakHeap samples the live heap every interval until stop is called and
+// returns the highest value seen, in bytes.
+func PeakHeap(every time.Duration) (stop func() uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			if v := sample[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak.Load()
+	}
+}
