@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dageval/dageval/fakes/cassettediff"
 )
@@ -56,7 +57,7 @@ revision could not be read, or bad flags.`,
 }
 
 // gitMode matches the mode argument git passes an external diff driver.
-var gitMode = regexp.MustCompile(`^(\.|[0-7]{6})$`)
+var gitMode = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\.|[0-7]{6})$`) })
 
 func runCassetteDiff(ctx context.Context, e *env, args []string) error {
 	c := cassetteCommands["diff"]
@@ -77,7 +78,7 @@ func runCassetteDiff(ctx context.Context, e *env, args []string) error {
 		if pairs, err = gitPairs(ctx, *rev, pos); err != nil {
 			return &exitError{code: exitBad, msg: err.Error()}
 		}
-	case len(pos) == 7 && gitMode.MatchString(pos[3]) && gitMode.MatchString(pos[6]):
+	case len(pos) == 7 && gitMode().MatchString(pos[3]) && gitMode().MatchString(pos[6]):
 		// git diff's external driver: path old-file old-hex old-mode new-file new-hex new-mode.
 		driver = true
 		old, err := readDriverSide(pos[0], pos[1])

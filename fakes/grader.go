@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
@@ -40,9 +41,9 @@ func (g GraderRequest) Called(tool string) bool {
 }
 
 var (
-	graderRubric     = regexp.MustCompile(`(?s)<rubric-[0-9a-f]+>\n(.*?)\n</rubric-`)
-	graderTranscript = regexp.MustCompile(`(?s)<transcript-[0-9a-f]+>\n(.*?)\n</transcript-`)
-	criterionLine    = regexp.MustCompile(`(?m)^- ([^:(\n]+?)(?: \(weight [^)]*\))?: `)
+	graderRubric     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<rubric-[0-9a-f]+>\n(.*?)\n</rubric-`) })
+	graderTranscript = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<transcript-[0-9a-f]+>\n(.*?)\n</transcript-`) })
+	criterionLine    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^- ([^:(\n]+?)(?: \(weight [^)]*\))?: `) })
 )
 
 // ParseGraderRequest recognises a grading request (one that asks for a
@@ -58,12 +59,12 @@ func ParseGraderRequest(req *llm.Request) (GraderRequest, bool) {
 			payload = m.Text()
 		}
 	}
-	rb, tb := graderRubric.FindStringSubmatch(payload), graderTranscript.FindStringSubmatch(payload)
+	rb, tb := graderRubric().FindStringSubmatch(payload), graderTranscript().FindStringSubmatch(payload)
 	if rb == nil || tb == nil {
 		return GraderRequest{}, false
 	}
 	g := GraderRequest{Rubric: rb[1], Transcript: tb[1]}
-	for _, m := range criterionLine.FindAllStringSubmatch(g.Rubric, -1) {
+	for _, m := range criterionLine().FindAllStringSubmatch(g.Rubric, -1) {
 		g.Criteria = append(g.Criteria, strings.TrimSpace(m[1]))
 	}
 	entries, err := middleware.ParseTranscript(g.Transcript)

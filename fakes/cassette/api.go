@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The wire APIs of the model providers whose exchanges cassettes hold; the
@@ -35,10 +36,14 @@ const (
 
 // vertexAnthropic matches a Vertex AI path to a Claude model and captures
 // its project and location segments.
-var vertexAnthropic = regexp.MustCompile(`^(/v1/projects/)([^/]+)(/locations/)([^/]+)(/publishers/anthropic/models/[^/]+:(?:streamRawPredict|rawPredict))$`)
+var vertexAnthropic = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(/v1/projects/)([^/]+)(/locations/)([^/]+)(/publishers/anthropic/models/[^/]+:(?:streamRawPredict|rawPredict))$`)
+})
 
 // bedrockInvoke matches a Bedrock InvokeModel path.
-var bedrockInvoke = regexp.MustCompile(`^/model/[^/]+/(?:invoke|invoke-with-response-stream)$`)
+var bedrockInvoke = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^/model/[^/]+/(?:invoke|invoke-with-response-stream)$`)
+})
 
 // APIOf names the wire API of a request path: APIAnthropicMessages for
 // .../v1/messages, APIBedrockInvoke for Bedrock's /model/{id}/invoke paths,
@@ -52,9 +57,9 @@ func APIOf(path string) string {
 	switch {
 	case strings.HasSuffix(path, "/v1/messages"):
 		return APIAnthropicMessages
-	case strings.HasPrefix(path, "/model/") && bedrockInvoke.MatchString(path):
+	case strings.HasPrefix(path, "/model/") && bedrockInvoke().MatchString(path):
 		return APIBedrockInvoke
-	case strings.Contains(path, "/publishers/anthropic/models/") && vertexAnthropic.MatchString(path):
+	case strings.Contains(path, "/publishers/anthropic/models/") && vertexAnthropic().MatchString(path):
 		return APIVertexAnthropic
 	case strings.HasSuffix(path, "/chat/completions"):
 		return APIOpenAIChat
@@ -92,7 +97,7 @@ func GeminiCall(path string) (model string, stream, ok bool) {
 // says).
 func IsStreamPath(path string) bool {
 	return strings.HasSuffix(path, geminiStream) || strings.HasSuffix(path, ":streamRawPredict") ||
-		strings.HasSuffix(path, "/invoke-with-response-stream") && bedrockInvoke.MatchString(path)
+		strings.HasSuffix(path, "/invoke-with-response-stream") && bedrockInvoke().MatchString(path)
 }
 
 // MatchPath is the path a request is matched on by body (MatchBody): the
@@ -105,7 +110,7 @@ func MatchPath(path string) string {
 	if !strings.Contains(path, "/publishers/anthropic/models/") {
 		return path
 	}
-	return vertexAnthropic.ReplaceAllString(path, "${1}*${3}*${5}")
+	return vertexAnthropic().ReplaceAllString(path, "${1}*${3}*${5}")
 }
 
 // RoutePath is the path a request is matched on in order (MatchOrder):
@@ -128,7 +133,7 @@ func RoutePath(path string) string {
 		return strings.TrimSuffix(path, geminiStream) + geminiGenerate
 	case strings.HasSuffix(path, ":streamRawPredict"):
 		return strings.TrimSuffix(path, ":streamRawPredict") + ":rawPredict"
-	case strings.HasSuffix(path, "/invoke-with-response-stream") && bedrockInvoke.MatchString(path):
+	case strings.HasSuffix(path, "/invoke-with-response-stream") && bedrockInvoke().MatchString(path):
 		return strings.TrimSuffix(path, "-with-response-stream")
 	}
 	return path

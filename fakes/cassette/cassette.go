@@ -158,7 +158,7 @@ func parseErrorf(file string, line int, format string, args ...any) *ParseError 
 	return &ParseError{File: file, Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`line (\d+)`) })
 
 // asParseError turns any error from reading a cassette into a ParseError.
 func asParseError(file string, err error) *ParseError {
@@ -172,7 +172,7 @@ func asParseError(file string, err error) *ParseError {
 	}
 	msg := strings.TrimPrefix(err.Error(), file+": ")
 	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 	}
 	return &ParseError{File: file, Line: line, Msg: msg}

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v4"
 	vcr "gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
@@ -327,7 +328,9 @@ func (p vcrpyParser) body(m *yaml.Node, at string, response bool, h http.Header)
 	return string(data), nil
 }
 
-var jsonNumber = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+var jsonNumber = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+})
 
 // json writes a YAML node as compact JSON, keeping mapping order and the
 // text of numbers.
@@ -376,7 +379,7 @@ func (p vcrpyParser) json(b *bytes.Buffer, n *yaml.Node, at string) error {
 			}
 			b.WriteString(strconv.FormatBool(v))
 		case "!!int":
-			if jsonNumber.MatchString(n.Value) {
+			if jsonNumber().MatchString(n.Value) {
 				b.WriteString(n.Value)
 				return nil
 			}
@@ -386,7 +389,7 @@ func (p vcrpyParser) json(b *bytes.Buffer, n *yaml.Node, at string) error {
 			}
 			b.WriteString(strconv.FormatInt(v, 10))
 		case "!!float":
-			if jsonNumber.MatchString(n.Value) {
+			if jsonNumber().MatchString(n.Value) {
 				b.WriteString(n.Value)
 				return nil
 			}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/fakes/internal/pieces"
@@ -81,7 +82,7 @@ func (geminiAPI) errorBody(e *apiError, _ string) []byte {
 		Details []detail `json:"details,omitempty"`
 	}
 	in := inner{Code: e.status, Message: e.msg, Status: googleStatus(e)}
-	if upperReason.MatchString(e.code) {
+	if upperReason().MatchString(e.code) {
 		in.Details = []detail{{"type.googleapis.com/google.rpc.ErrorInfo", e.code, "googleapis.com"}}
 	}
 	return marshal(struct {
@@ -89,7 +90,7 @@ func (geminiAPI) errorBody(e *apiError, _ string) []byte {
 	}{in})
 }
 
-var upperReason = regexp.MustCompile(`^[A-Z][A-Z_]+$`)
+var upperReason = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Z][A-Z_]+$`) })
 
 // geminiRequest is the body of generateContent. Fields the local server
 // accepts but does not act on are kept so that strict decoding knows them.
@@ -196,7 +197,10 @@ type geminiFunctionDeclaration struct {
 	Behavior             json.RawMessage `json:"behavior"`
 }
 
-var functionName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
+// Compiled at first use, as every pattern of the packages the CLI links:
+// the bounded repetition makes a large program, and package start-up is
+// every command's cost.
+var functionName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`) })
 
 // openCall is a function call of the previous model turn awaiting its response.
 type openCall struct {
@@ -328,7 +332,7 @@ func (g geminiAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *ap
 			if e := strictDecode(rawDecl, &d, dat); e != nil {
 				return nil, nil, e
 			}
-			if !functionName.MatchString(d.Name) {
+			if !functionName().MatchString(d.Name) {
 				return nil, nil, badRequest("* GenerateContentRequest.%s.name: Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of 128.", dat)
 			}
 			if seen[d.Name] {

@@ -38,7 +38,7 @@ type KVItem struct {
 // current run (for example per assistant or per user).
 type NamespaceFunc func(ctx context.Context) ([]string, error)
 
-var namespaceComponent = regexp.MustCompile(`^[A-Za-z0-9\-_.@+:~]+$`)
+var namespaceComponent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9\-_.@+:~]+$`) })
 
 // validateNamespace checks a namespace: at least one component, each
 // non-empty and made of letters, digits and - _ . @ + : ~ only, so that
@@ -48,7 +48,7 @@ func validateNamespace(ns []string) error {
 		return errors.New("backend: store namespace must have at least one component")
 	}
 	for i, c := range ns {
-		if !namespaceComponent.MatchString(c) {
+		if !namespaceComponent().MatchString(c) {
 			return fmt.Errorf("backend: store namespace component %d (%q) must be non-empty and use only letters, digits and - _ . @ + : ~", i, c)
 		}
 	}

@@ -244,7 +244,7 @@ func (c *Catalog) Models() []Model { return slices.Clone(c.models) }
 
 // datedSuffix matches the snapshot dates providers append to model ids
 // ("-20250929", "-2024-08-06").
-var datedSuffix = regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
+var datedSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2})$`) })
 
 // Lookup finds the entry for a provider:model spec: by id, then by alias,
 // then by the id without a snapshot date suffix; a provider alias
@@ -284,7 +284,7 @@ func (c *Catalog) findUnder(provider, model string) (int, bool) {
 			}
 		}
 	}
-	if base := datedSuffix.ReplaceAllString(model, ""); base != model {
+	if base := datedSuffix().ReplaceAllString(model, ""); base != model {
 		if i, ok := c.index[provider+":"+base]; ok {
 			return i, true
 		}
@@ -295,8 +295,10 @@ func (c *Catalog) findUnder(provider, model string) (int, bool) {
 // Bedrock names one model many ways: an ARN ending in a model or
 // inference-profile id, and inference profiles prefixed by a geography.
 var (
-	bedrockARN = regexp.MustCompile(`^arn:aws[a-z-]*:bedrock:[^:]*:[0-9]*:(?:foundation-model|inference-profile|application-inference-profile)/`)
-	bedrockGeo = regexp.MustCompile(`^(?:us|us-gov|eu|apac|au|jp|ca|amer)\.`)
+	bedrockARN = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^arn:aws[a-z-]*:bedrock:[^:]*:[0-9]*:(?:foundation-model|inference-profile|application-inference-profile)/`)
+	})
+	bedrockGeo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:us|us-gov|eu|apac|au|jp|ca|amer)\.`) })
 )
 
 // bedrockBase is the id a Bedrock model is priced under: without an ARN
@@ -304,7 +306,7 @@ var (
 // profiles cost what the in-region model does. The global profile's prefix
 // stays: it is priced apart.
 func bedrockBase(id string) string {
-	return bedrockGeo.ReplaceAllString(bedrockARN.ReplaceAllString(id, ""), "")
+	return bedrockGeo().ReplaceAllString(bedrockARN().ReplaceAllString(id, ""), "")
 }
 
 func cloneModel(m Model) Model {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Entry is a named provider: which protocol it speaks, where it lives and
@@ -98,11 +99,11 @@ func (e Entry) clone() Entry {
 	return e
 }
 
-var entryName = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+var entryName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 
 // Validate checks an entry declared under name. Errors name the entry and field.
 func (e Entry) Validate(name string) error {
-	if !entryName.MatchString(name) {
+	if !entryName().MatchString(name) {
 		return fmt.Errorf("provider entry %q: name must be lower-case letters, digits, '-' or '_', starting with a letter", name)
 	}
 	if !slices.Contains(Kinds(), e.Kind) {
@@ -120,7 +121,7 @@ func (e Entry) Validate(name string) error {
 			return fmt.Errorf("provider entry %s: base_url %q is not an http(s) URL", name, e.BaseURL)
 		}
 	}
-	if e.APIKeyEnv != "" && !envName.MatchString(e.APIKeyEnv) {
+	if e.APIKeyEnv != "" && !envName().MatchString(e.APIKeyEnv) {
 		return fmt.Errorf("provider entry %s: api_key_env %q is not an environment variable name", name, e.APIKeyEnv)
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Headers)) {
@@ -159,15 +160,15 @@ func checkSegment(field, value string) error {
 }
 
 var (
-	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	envRef  = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+	envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	envRef  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
 )
 
 // expand replaces ${NAME} references and reports the unset ones.
 func expand(s string, getenv func(string) string) (string, []string) {
 	var missing []string
-	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
-		name := envRef.FindStringSubmatch(ref)[1]
+	out := envRef().ReplaceAllStringFunc(s, func(ref string) string {
+		name := envRef().FindStringSubmatch(ref)[1]
 		v := getenv(name)
 		if v == "" {
 			missing = append(missing, name)
@@ -194,7 +195,7 @@ func (e Entry) config(name, model string, base Config) Config {
 		c.UseResponsesAPI = &v
 	}
 	getenv := c.getenv
-	if lead := envRef.FindStringSubmatchIndex(e.BaseURL); c.Replay && lead != nil && lead[0] == 0 {
+	if lead := envRef().FindStringSubmatchIndex(e.BaseURL); c.Replay && lead != nil && lead[0] == 0 {
 		// Only a leading reference names the scheme and host; a variable
 		// later in the URL may be part of the path, which replay matches.
 		leading := e.BaseURL[lead[2]:lead[3]]

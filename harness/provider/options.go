@@ -52,7 +52,7 @@ func ApplyOptions(c *Config, opts map[string]any) error {
 			c.unsetURL = nil
 		case "api_key_env":
 			c.APIKeyEnv, err = asString(v)
-			if err == nil && !envName.MatchString(c.APIKeyEnv) {
+			if err == nil && !envName().MatchString(c.APIKeyEnv) {
 				err = fmt.Errorf("%q is not an environment variable name", c.APIKeyEnv)
 			}
 		case "auth_header":

@@ -13,7 +13,7 @@ import (
 func TestCandidatesFindWhatHasPrefixFinds(t *testing.T) {
 	want := func(text string) uint64 {
 		var m uint64
-		for k, p := range patterns {
+		for k, p := range patterns() {
 			if hasPrefix(text, p.prefixes) {
 				m |= 1 << k
 			}
@@ -21,7 +21,7 @@ func TestCandidatesFindWhatHasPrefixFinds(t *testing.T) {
 		return m
 	}
 	var all []string
-	for _, p := range patterns {
+	for _, p := range patterns() {
 		all = append(all, p.prefixes...)
 	}
 	texts := []string{"", "x", "plain text with no key in it at all", strings.Repeat("s", 100)}

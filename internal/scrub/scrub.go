@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Marker replaces every secret found.
@@ -58,22 +59,27 @@ type pattern struct {
 	re       *regexp.Regexp
 }
 
-var patterns = []pattern{
-	{"an Anthropic API key", []string{"sk-ant-"}, regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`)},
-	{"an OpenAI-style API key", []string{"sk-"}, regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_\-]{20,}`)},
-	{"a Google API key", []string{"AIza"}, regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`)},
-	{"a Groq API key", []string{"gsk_"}, regexp.MustCompile(`gsk_[A-Za-z0-9]{20,}`)},
-	{"an xAI API key", []string{"xai-"}, regexp.MustCompile(`xai-[A-Za-z0-9]{20,}`)},
-	{"a Hugging Face token", []string{"hf_"}, regexp.MustCompile(`hf_[A-Za-z0-9]{30,}`)},
-	{"a GitHub token", []string{"ghp_", "gho_", "ghs_", "ghu_", "github_pat_"}, regexp.MustCompile(`(?:ghp|gho|ghs|ghu)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{40,}`)},
-	{"a Slack token", []string{"xox"}, regexp.MustCompile(`xox[abposr]-[A-Za-z0-9\-]{10,}`)},
-	{"an AWS access key id", []string{"AKIA", "ASIA"}, regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`)},
-	// Bedrock API keys: long-term ones are base64 of "BedrockAPIKey-…"
-	// and start ABSK, short-term ones start bedrock-api-key-.
-	{"an Amazon Bedrock API key", []string{"ABSK", "bedrock-api-key-"}, regexp.MustCompile(`ABSK[A-Za-z0-9+/]{40,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{40,}={0,2}`)},
-	{"a Google OAuth access token", []string{"ya29."}, regexp.MustCompile(`ya29\.[0-9A-Za-z_\-]{20,}`)},
-	{"a bearer token", []string{"Bearer", "bearer", "BEARER"}, regexp.MustCompile(`(?i:bearer)[ \t]+([A-Za-z0-9._~+/\-]{16,}=*)`)},
-}
+// patterns are compiled at the first scrub: their bounded repetitions
+// make them the costliest part of the package's start-up, and most
+// commands scrub nothing.
+var patterns = sync.OnceValue(func() []pattern {
+	return []pattern{
+		{"an Anthropic API key", []string{"sk-ant-"}, regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{16,}`)},
+		{"an OpenAI-style API key", []string{"sk-"}, regexp.MustCompile(`sk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_\-]{20,}`)},
+		{"a Google API key", []string{"AIza"}, regexp.MustCompile(`AIza[0-9A-Za-z_\-]{35}`)},
+		{"a Groq API key", []string{"gsk_"}, regexp.MustCompile(`gsk_[A-Za-z0-9]{20,}`)},
+		{"an xAI API key", []string{"xai-"}, regexp.MustCompile(`xai-[A-Za-z0-9]{20,}`)},
+		{"a Hugging Face token", []string{"hf_"}, regexp.MustCompile(`hf_[A-Za-z0-9]{30,}`)},
+		{"a GitHub token", []string{"ghp_", "gho_", "ghs_", "ghu_", "github_pat_"}, regexp.MustCompile(`(?:ghp|gho|ghs|ghu)_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{40,}`)},
+		{"a Slack token", []string{"xox"}, regexp.MustCompile(`xox[abposr]-[A-Za-z0-9\-]{10,}`)},
+		{"an AWS access key id", []string{"AKIA", "ASIA"}, regexp.MustCompile(`(?:AKIA|ASIA)[0-9A-Z]{16}`)},
+		// Bedrock API keys: long-term ones are base64 of "BedrockAPIKey-…"
+		// and start ABSK, short-term ones start bedrock-api-key-.
+		{"an Amazon Bedrock API key", []string{"ABSK", "bedrock-api-key-"}, regexp.MustCompile(`ABSK[A-Za-z0-9+/]{40,}={0,2}|bedrock-api-key-[A-Za-z0-9+/]{40,}={0,2}`)},
+		{"a Google OAuth access token", []string{"ya29."}, regexp.MustCompile(`ya29\.[0-9A-Za-z_\-]{20,}`)},
+		{"a bearer token", []string{"Bearer", "bearer", "BEARER"}, regexp.MustCompile(`(?i:bearer)[ \t]+([A-Za-z0-9._~+/\-]{16,}=*)`)},
+	}
+})
 
 // Scrubber finds and replaces secrets: the configured values (in the forms
 // JSON and HTML escape them to as well) and key-shaped strings. The nil
@@ -176,7 +182,7 @@ func (s *Scrubber) Find(text string) []Finding {
 		}
 	}
 	var taken [][2]int
-	for _, p := range patterns {
+	for _, p := range patterns() {
 		if !hasPrefix(text, p.prefixes) {
 			continue
 		}
@@ -209,23 +215,25 @@ func hasPrefix(text string, prefixes []string) bool {
 
 // prefixesAt lists, by their first byte, the literal prefixes of all
 // patterns with the index of their pattern.
-var prefixesAt = func() (t [256][]struct {
-	prefix  string
-	pattern int
-}) {
-	if len(patterns) > 64 {
+var prefixesAt = sync.OnceValue(func() *[256][]prefixAt {
+	var t [256][]prefixAt
+	ps := patterns()
+	if len(ps) > 64 {
 		panic("scrub: more patterns than a mask holds")
 	}
-	for k, p := range patterns {
+	for k, p := range ps {
 		for _, pre := range p.prefixes {
-			t[pre[0]] = append(t[pre[0]], struct {
-				prefix  string
-				pattern int
-			}{pre, k})
+			t[pre[0]] = append(t[pre[0]], prefixAt{pre, k})
 		}
 	}
-	return t
-}()
+	return &t
+})
+
+// prefixAt is one literal prefix and the index of its pattern.
+type prefixAt struct {
+	prefix  string
+	pattern int
+}
 
 // candidates returns the patterns (bit k for patterns[k]) one of whose
 // prefixes text holds, as hasPrefix would find them pattern by pattern,
@@ -234,8 +242,9 @@ var prefixesAt = func() (t [256][]struct {
 // for each of the twenty-odd prefixes.
 func candidates[T string | []byte](text T) uint64 {
 	var mask uint64
+	table := prefixesAt()
 	for i := 0; i < len(text); i++ {
-		for _, c := range prefixesAt[text[i]] {
+		for _, c := range table[text[i]] {
 			if mask&(1<<c.pattern) == 0 && len(text)-i >= len(c.prefix) && string(text[i:i+len(c.prefix)]) == c.prefix {
 				mask |= 1 << c.pattern
 			}
@@ -272,7 +281,7 @@ func (s *Scrubber) String(text string) string {
 		}
 	}
 	mask := candidates(text)
-	for k, p := range patterns {
+	for k, p := range patterns() {
 		if mask&(1<<k) == 0 {
 			continue
 		}
@@ -323,7 +332,7 @@ func (s *Scrubber) dirty(b []byte) bool {
 		}
 	}
 	mask := candidates(b)
-	for k, p := range patterns {
+	for k, p := range patterns() {
 		if mask&(1<<k) != 0 && p.re.Match(b) {
 			return true
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -101,12 +102,12 @@ func (m *Model) fields(req *llm.Request) (sdk.MessageNewParams, error) {
 }
 
 // modelVersion reads "claude-<family>-<major>[-<minor>]" model ids.
-var modelVersion = regexp.MustCompile(`^claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)`)
+var modelVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^claude-([a-z]+)-(\d+)(?:-(\d{1,2}))?(?:-|$)`) })
 
 // adaptiveOnly reports models that reject budget-based thinking: Opus 4.7
 // and every model from generation 5 on (Fable and Mythos included).
 func adaptiveOnly(model string) bool {
-	m := modelVersion.FindStringSubmatch(model)
+	m := modelVersion().FindStringSubmatch(model)
 	if m == nil {
 		return false
 	}
