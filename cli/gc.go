@@ -1,24 +1,13 @@
 package cli
 
 import (
-	"os"
-	"runtime/debug"
 	"sync"
+
+	"github.com/dageval/dageval/internal/gcpercent"
 )
 
-// replayGCPercent is the collector's target when GOGC is not set. Replaying
-// agent runs allocates short-lived request and response encodings over a
-// small live heap, so at the default of 100 the collector ran every few runs
-// and took a quarter of the CPU; at 400 the 10-turn replay benchmark
-// (fakes/replay) ran 1.5 to 2 times as many runs per second on two cores.
-// Peak heap grows with the target: GOGC in the environment replaces it, and
-// GOMEMLIMIT still bounds the heap.
-const replayGCPercent = 400
-
-// tuneGC raises the collector's target for the command's run, once: a
-// program that embeds the CLI keeps its own setting until Main runs.
-var tuneGC = sync.OnceFunc(func() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(replayGCPercent)
-	}
-})
+// tuneGC raises the collector's target for the command's run, once (see
+// gcpercent.Replay): a program that embeds the CLI keeps its own setting
+// until Main runs. The dageval command raises it earlier, while its
+// packages initialise (internal/gcpercent/atstart).
+var tuneGC = sync.OnceFunc(gcpercent.Raise)

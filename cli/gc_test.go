@@ -4,13 +4,15 @@ import (
 	"os"
 	"runtime/debug"
 	"testing"
+
+	"github.com/dageval/dageval/internal/gcpercent"
 )
 
 func TestGCTargetIsRaisedUnlessGOGCIsSet(t *testing.T) {
 	tuneGC()
 	got := debug.SetGCPercent(100)
 	debug.SetGCPercent(got)
-	want := replayGCPercent
+	want := gcpercent.Replay
 	if os.Getenv("GOGC") != "" {
 		t.Skip("GOGC is set in the environment, which wins")
 	}

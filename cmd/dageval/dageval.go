@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/dageval/dageval/cli"
+	_ "github.com/dageval/dageval/internal/gcpercent/atstart" // before the SDKs' init functions allocate
 )
 
 func main() { os.Exit(cli.Main(os.Args[1:])) }
