@@ -1,4 +1,4 @@
-// Package vertex adapts Claude on Google Vertex AI (rawPredict, through anthropic-sdk-go/v2's vertex option) to llm.ChatModel and llm.StreamingModel.
+// Package vertex adapts Claude on Google Vertex AI (rawPredict) to llm.ChatModel and llm.StreamingModel.
 //
 // Choices a careful user would expect, and why:
 //
@@ -26,7 +26,6 @@ import (
 	"sync"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	sdkvertex "github.com/anthropics/anthropic-sdk-go/v2/vertex"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
@@ -132,7 +131,7 @@ func (p *platform) ClientOptions(ctx context.Context) ([]option.RequestOption, e
 	if project == "" {
 		return nil, p.authError(fmt.Errorf("no Google Cloud project for %s: set ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT, or project: in the provider entry", c.Identity()))
 	}
-	return []option.RequestOption{sdkvertex.WithCredentials(ctx, region, project, creds), option.WithJSONSet("anthropic_version", AnthropicVersion)}, nil
+	return []option.RequestOption{withCredentials(region, project, creds.TokenSource, c.Client()), option.WithJSONSet("anthropic_version", AnthropicVersion)}, nil
 }
 
 func (p *platform) authError(err error) *llm.Error {

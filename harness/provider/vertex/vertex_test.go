@@ -95,3 +95,35 @@ func TestNoProject(t *testing.T) {
 	assert.ErrorContains(t, err, "set ANTHROPIC_VERTEX_PROJECT_ID or GOOGLE_CLOUD_PROJECT")
 	assert.Empty(t, wire.Requests())
 }
+
+// TestRouteRefusesNamesThatChangeThePath: a region or project that would
+// add or climb path segments is refused before anything is sent.
+func TestRouteRefusesNamesThatChangeThePath(t *testing.T) {
+	for _, options := range []map[string]any{
+		{"project": "p", "region": ".."},
+		{"project": "..", "region": "us"},
+		{"project": "p;x", "region": "us"},
+		{"project": "p", "region": "US-EAST5"},
+	} {
+		env := providertest.NewEnv(map[string]string{vertex.TokenEnv: "tok"})
+		wire := providertest.NewWire(t)
+		_, err := build(t, env, wire, false, options).Generate(context.Background(), providertest.UserRequest("hi"))
+		require.Error(t, err, "%v", options)
+		assert.ErrorContains(t, err, "is not a Google Cloud")
+		assert.Empty(t, wire.Requests(), "%v", options)
+	}
+}
+
+// TestRouteEscapesTheModel: a model name is one path segment, whatever
+// characters it has.
+func TestRouteEscapesTheModel(t *testing.T) {
+	env := providertest.NewEnv(map[string]string{vertex.TokenEnv: "tok", "ANTHROPIC_VERTEX_PROJECT_ID": "example.com:my-project"})
+	wire := providertest.NewWire(t, providertest.Reply(200, nil, message))
+	r := builtin.NewResolver(provider.Config{Getenv: env.Getenv, HTTPClient: &http.Client{Transport: wire}, Retry: provider.RetryPolicy{MaxAttempts: 1}})
+	m, err := r.ResolveWith("vertex:../a/b;c", nil)
+	require.NoError(t, err)
+	_, err = m.Generate(context.Background(), providertest.UserRequest("hi"))
+	require.NoError(t, err)
+	req := wire.Requests()[0]
+	assert.Equal(t, "/v1/projects/example.com:my-project/locations/global/publishers/anthropic/models/..%2Fa%2Fb%3Bc:rawPredict", req.URL.EscapedPath())
+}
