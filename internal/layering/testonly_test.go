@@ -70,3 +70,29 @@ func TestTestOnlyImportersCatchesViolations(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// notInTheBinary are modules whose init functions cost every start of
+// dageval milliseconds (OpenCensus's and go-cmp's regular expressions,
+// gRPC's and protobuf's registries) and that no command needs: the Gemini
+// adapter sends genai's requests itself and the Vertex AI adapter needs
+// no google.golang.org/api client. Their tests may still link them.
+var notInTheBinary = []string{
+	"google.golang.org/genai", "google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/api",
+	"go.opencensus.io", "github.com/google/go-cmp", "github.com/google/s2a-go", "cloud.google.com/go/auth",
+}
+
+// TestCLILinksNoGoogleCloudTransport is the go list -deps check that
+// keeps them out of cmd/dageval.
+func TestCLILinksNoGoogleCloudTransport(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"/cmd/dageval").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, m := range notInTheBinary {
+			if dep == m || strings.HasPrefix(dep, m+"/") {
+				t.Errorf("cmd/dageval links %s", dep)
+			}
+		}
+	}
+}
