@@ -52,6 +52,21 @@ func BenchmarkDeepAgentLoop(b *testing.B) {
 			benchSteps(b, n, func(int) { runLongRun(b, a, n) })
 		})
 	}
+	// truncating: old write_file arguments are truncated on every call
+	// (see truncatingModel); summarizing: a small context window, so the
+	// run is also summarized every few dozen steps (see summarizingModel).
+	for _, n := range steps {
+		b.Run(fmt.Sprintf("truncating/steps=%d", n), func(b *testing.B) {
+			a := newLongRunAgent(b, truncatingModel(n), nil)
+			benchSteps(b, n, func(int) { runLongRun(b, a, n) })
+		})
+	}
+	for _, n := range steps {
+		b.Run(fmt.Sprintf("summarizing/steps=%d", n), func(b *testing.B) {
+			a := newWindowAgent(b, summarizingModel(n), windowCatalog(b, smallWindow))
+			benchSteps(b, n, func(int) { runLongRun(b, a, n) })
+		})
+	}
 }
 
 // BenchmarkDeepAgentLoopHTTP is BenchmarkDeepAgentLoop with the model behind

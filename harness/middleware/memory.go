@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
@@ -181,11 +183,50 @@ func (m *MemoryMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRe
 		req = req.AppendSystem(strings.Replace(m.prompt, memoryPlaceholder, renderMemory(m.sources, contents), 1))
 	}
 	if n := len(req.System); m.cache && n > 0 && req.System[n-1].CacheControl == nil && isAnthropic(req.Model) &&
-		countBreakpoints(&req.Request) < maxCacheBreakpoints {
+		toolSystemBreakpoints(&req.Request)+m.messageBreakpoints(ctx, req) < maxCacheBreakpoints {
 		c := req.Clone()
 		c.System = slices.Clone(req.System)
 		c.System[n-1].CacheControl = llm.Ephemeral()
 		req = c
 	}
 	return next(ctx, req)
+}
+
+// messageBreakpoints counts the cache-control breakpoints of the request's
+// messages without going over the whole history each call: from the
+// description of a list an earlier middleware lent (prompt caching's), or
+// by extending the count of the previous call when the messages are the
+// state's history.
+func (m *MemoryMiddleware) messageBreakpoints(ctx context.Context, req *agent.ModelRequest) int {
+	if l := lentFrom(ctx, req.Messages); l != nil {
+		return l.marks
+	}
+	if req.State == nil || !sameMessages(req.Messages, req.State.Messages) {
+		return messageBreakpoints(req.Messages)
+	}
+	bc := agent.RunMemo(ctx, memoryBreaksKey{m}, func() *breakCount { return &breakCount{} })
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	return bc.count(req.Messages)
+}
+
+type memoryBreaksKey struct{ m *MemoryMiddleware }
+
+// breakCount is the breakpoint count of src, a prefix of a run's history.
+type breakCount struct {
+	mu    sync.Mutex
+	src   []llm.Message
+	marks int
+}
+
+// count returns the breakpoint count of msgs, extending the count of src
+// when msgs extends it.
+func (b *breakCount) count(msgs []llm.Message) int {
+	old := len(b.src)
+	if len(msgs) < old || old > 0 && unsafe.SliceData(msgs) != unsafe.SliceData(b.src) {
+		old, b.marks = 0, 0
+	}
+	b.marks += messageBreakpoints(msgs[old:])
+	b.src = msgs
+	return b.marks
 }

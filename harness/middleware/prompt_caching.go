@@ -78,27 +78,32 @@ type cacheMarksKey struct{ m agent.Middleware }
 // cacheMarks is the message list a prompt caching middleware hands the
 // model across the calls of one run, so that marking the latest message
 // costs the same at the thousandth step as at the tenth instead of copying
-// the whole history each call. buf[:len(src)] holds src, the state's
-// history as of the previous call (whose messages never change, see
-// agent.State), except that buf[len(src)-1] carries the marker when marked
-// is set; marks counts the breakpoints src itself carries. Reusing buf
-// rewrites the message marked by the previous call: the model is lent the
-// request for the call only and copies what it keeps (as llm.ChatModel
-// says).
+// the whole history each call. buf[:len(src)] holds src, the list as of the
+// previous call, except that buf[len(src)-1] carries the marker when marked
+// is set; marks counts the breakpoints src itself carries. src is either
+// the state's history (whose messages never change, see agent.State; feed
+// is nil) or a list lent by an earlier middleware (see lentList), call seq
+// of feed, which says what changed since. Reusing buf rewrites the messages
+// changed or marked by the previous call: the model is lent the request
+// for the call only and copies what it keeps (as llm.ChatModel says).
 type cacheMarks struct {
 	mu     sync.Mutex
 	src    []llm.Message
 	buf    []llm.Message
 	marked bool
 	marks  int
+	feed   any
+	seq    uint64
 }
 
 // markAndCall calls next with req marked as markCachePrefix marks it. When
-// the request carries the state's own history and no other call of the run
-// is using the run's cacheMarks, the marked message list is built by
-// extending the previous call's instead of copying the history.
+// the request carries the state's own history or a list an earlier
+// middleware lent, and no other call of the run is using the run's
+// cacheMarks, the marked message list is built by extending the previous
+// call's instead of copying the history.
 func markAndCall(ctx context.Context, key cacheMarksKey, req *agent.ModelRequest, marker func() *llm.CacheControl, next agent.ModelHandler) (*agent.ModelResponse, error) {
-	if req.State == nil || !sameMessages(req.Messages, req.State.Messages) {
+	in := lentFrom(ctx, req.Messages)
+	if in == nil && (req.State == nil || !sameMessages(req.Messages, req.State.Messages)) {
 		return next(ctx, markCachePrefix(req, marker))
 	}
 	cm := agent.RunMemo(ctx, key, func() *cacheMarks { return &cacheMarks{} })
@@ -106,25 +111,49 @@ func markAndCall(ctx context.Context, key cacheMarksKey, req *agent.ModelRequest
 		return next(ctx, markCachePrefix(req, marker))
 	}
 	defer cm.mu.Unlock()
-	return next(ctx, cm.mark(req, marker))
+	c, out := cm.mark(req, in, marker)
+	if out != nil {
+		ctx = withLent(ctx, out)
+	}
+	return next(ctx, c)
 }
 
 // mark returns a copy of req marked as markCachePrefix marks it, whose
-// message list (when the latest message is marked) is cm.buf.
-func (cm *cacheMarks) mark(req *agent.ModelRequest, marker func() *llm.CacheControl) *agent.ModelRequest {
+// message list (when the latest message is marked) is cm.buf, and the
+// description of that list for the middleware after it. in describes
+// req.Messages when an earlier middleware lent them; otherwise they are the
+// state's history.
+func (cm *cacheMarks) mark(req *agent.ModelRequest, in *lentList, marker func() *llm.CacheControl) (*agent.ModelRequest, *lentList) {
 	msgs := req.Messages
-	if old := len(cm.src); old > 0 && (len(msgs) < old || unsafe.SliceData(msgs) != unsafe.SliceData(cm.src)) {
-		// Not an extension of the history cm.buf holds: start over in a
+	old := len(cm.src)
+	var extends bool
+	if in != nil {
+		extends = in.extends(cm.feed, cm.seq, old)
+	} else {
+		extends = old > 0 && cm.feed == nil && len(msgs) >= old && unsafe.SliceData(msgs) == unsafe.SliceData(cm.src)
+	}
+	if old > 0 && !extends {
+		// Not an extension of the list cm.buf holds: start over in a
 		// new buffer, leaving the old one to the request it was lent to.
 		cm.src, cm.buf, cm.marked, cm.marks = nil, nil, false, 0
+		old = 0
 	}
-	old := len(cm.src)
 	if cm.marked {
 		cm.buf[old-1] = msgs[old-1]
 		cm.marked = false
 	}
+	if in != nil {
+		if extends {
+			for _, i := range in.dirty {
+				cm.buf[i] = msgs[i]
+			}
+		}
+		cm.marks, cm.feed, cm.seq = in.marks, in.feed, in.seq
+	} else {
+		cm.marks += messageBreakpoints(msgs[old:])
+		cm.feed, cm.seq = nil, 0
+	}
 	cm.buf = append(cm.buf, msgs[old:]...)
-	cm.marks += messageBreakpoints(msgs[old:])
 	cm.src = msgs
 
 	budget := maxCacheBreakpoints - toolSystemBreakpoints(&req.Request) - cm.marks
@@ -138,9 +167,12 @@ func (cm *cacheMarks) mark(req *agent.ModelRequest, marker func() *llm.CacheCont
 			// Full slice expression: what is appended downstream lands in
 			// a copy, never in the part of buf the next call extends.
 			c.Messages = cm.buf[:n:n]
+			// Only the breakpoints are vouched for: the list is not
+			// described as an edit of the previous one.
+			return c, &lentList{msgs: c.Messages, marks: cm.marks + 1}
 		}
 	}
-	return c
+	return c, nil
 }
 
 // markCachePrefix returns a copy of req with cache-control breakpoints on

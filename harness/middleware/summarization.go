@@ -525,30 +525,41 @@ func (m *SummarizationMiddleware) remember(model llm.ChatModel) {
 // WrapModelCall implements agent.Middleware.
 func (m *SummarizationMiddleware) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
 	m.remember(req.Model)
-	v, p, total := m.prepare(ctx, req)
+	memo := m.memoFor(ctx, req)
+	if memo != nil {
+		// Held until the model has answered: the list it is lent is the memo's.
+		defer memo.mu.Unlock()
+	}
+	v, p, total := m.prepare(req, memo)
 	if !p.anyMet(p.trigger, total, len(v.msgs), 1) {
-		resp, err := next(ctx, withMessages(req, v.msgs))
+		lctx := ctx
+		if v.memo != nil {
+			lctx = v.memo.lend(ctx, &v, v.msgs)
+		} else {
+			memo.lost()
+		}
+		resp, err := next(lctx, withMessages(req, v.msgs))
 		if err == nil || !isContextOverflow(err) {
 			return resp, err
 		}
 		m.log.Info("SummarizationMiddleware: the model reported a context overflow; summarizing and retrying once", "error", err)
+		memo.lost()
 		return m.summarizeAndCall(ctx, req, next, &v, p, err)
 	}
+	memo.lost()
 	return m.summarizeAndCall(ctx, req, next, &v, p, nil)
 }
 
 // prepare builds what the model would see without a new summary, with its
 // policy and its token count.
-func (m *SummarizationMiddleware) prepare(ctx context.Context, req *agent.ModelRequest) (view, policy, int) {
-	memo := m.memoFor(ctx, req)
-	if memo != nil {
-		defer memo.mu.Unlock()
-	}
+func (m *SummarizationMiddleware) prepare(req *agent.ModelRequest, memo *convMemo) (view, policy, int) {
 	v := m.viewOf(req.Messages, req.State, memo)
 	p := m.policyForMemo(req.Model, memo)
 	total := m.tokens(req.System, &v, req.Tools)
-	if msgs, saved, changed := m.truncateArgs(&v, total, p); changed {
-		v.msgs, v.truncated = msgs, true
+	msgs, saved, changed := m.truncateArgs(&v, total, p)
+	v.msgs = msgs
+	if changed {
+		v.truncated = true
 		if saved >= 0 {
 			// Truncation only shortens assistant messages before the
 			// cutoff; with reported usage none is counted.

@@ -25,6 +25,9 @@ import (
 type noteModel struct {
 	steps int
 	usage bool
+	// swing, with usage, reports a tenth of the usage every other step, so
+	// that a token trigger is met on one call and missed on the next.
+	swing bool
 	mu    sync.Mutex
 	reqs  [][]byte // every request, encoded
 	tools []bool   // whether it offered tools (summaries do not)
@@ -60,6 +63,9 @@ func (m *noteModel) Generate(_ context.Context, req *llm.Request) (*llm.Response
 	if m.usage {
 		raw, _ := json.Marshal(req)
 		resp.Usage = llm.Usage{InputTokens: len(raw) / 4, OutputTokens: 20}
+		if m.swing && step%2 == 0 {
+			resp.Usage.InputTokens /= 10
+		}
 	}
 	return resp, nil
 }
@@ -148,4 +154,68 @@ func TestSummarizationMemoChangesNoRequest(t *testing.T) {
 			assert.Positive(t, rewritten, "the rewritten call never reached the model truncated")
 		})
 	}
+}
+
+// anthropicNotes is noteModel as an Anthropic model, whose requests prompt
+// caching and memory mark.
+type anthropicNotes struct{ *noteModel }
+
+func (anthropicNotes) Identity() llm.Identity {
+	return llm.Identity{Provider: "anthropic", Model: "claude-notes"}
+}
+
+// The lists SummarizationMiddleware lends down the stack and rewrites from
+// call to call (see lentList) change nothing the model sees: prompt caching
+// and memory, extending their previous call's work from what the list says
+// changed, send what they send when everything is recomputed, through
+// truncation that comes and goes (usage swinging around a token trigger),
+// summaries and a message replaced in the history.
+func TestSummarizationLentListsChangeNoRequest(t *testing.T) {
+	run := func(t *testing.T, fresh bool) (*noteModel, [][]byte) {
+		model := &noteModel{steps: 90, usage: true, swing: true}
+		fs := newMW(t, middleware.FilesystemOptions{})
+		summ, err := middleware.NewSummarization(middleware.SummarizationOptions{
+			Trigger:      []middleware.Threshold{{Tokens: 9000}},
+			Keep:         middleware.Threshold{Messages: 8},
+			TruncateArgs: middleware.TruncateArgsOptions{Trigger: []middleware.Threshold{{Tokens: 3000}}, Keep: middleware.Threshold{Messages: 6}},
+		})
+		require.NoError(t, err)
+		mem, err := middleware.NewMemory(middleware.MemoryOptions{Sources: []string{"/AGENTS.md"}, AddCacheControl: true})
+		require.NoError(t, err)
+		mws := []agent.Middleware{fs, summ, &rewriter{at: 40}, newCaching(t, ""), mem}
+		if fresh {
+			mws = append([]agent.Middleware{fs, copier{}}, mws[1:]...)
+		}
+		a, err := agent.New(agent.Config{Model: anthropicNotes{model}, Middleware: mws, RecursionLimit: 500})
+		require.NoError(t, err)
+		res, err := a.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("take notes")}}, clockOpt())
+		require.NoError(t, err)
+		require.Equal(t, "done", res.Text())
+		return model, model.reqs
+	}
+	model, lent := run(t, false)
+	_, fresh := run(t, true)
+	require.Equal(t, len(fresh), len(lent), "model calls")
+	for i := range fresh {
+		require.JSONEq(t, string(fresh[i]), string(lent[i]), "request %d", i+1)
+	}
+	// The run must go through what the lists describe: truncation applied
+	// and given back, summaries, marked requests.
+	summaries, truncated, untruncated := 0, 0, 0
+	for i, raw := range lent {
+		if !model.tools[i] {
+			summaries++
+			continue
+		}
+		switch {
+		case strings.Contains(string(raw), "(argument truncated)"):
+			truncated++
+		case truncated > 0:
+			untruncated++
+		}
+		assert.Contains(t, string(raw), "cache_control", "request %d", i+1)
+	}
+	assert.GreaterOrEqual(t, summaries, 2, "summaries")
+	assert.Positive(t, truncated, "calls with truncated arguments")
+	assert.Positive(t, untruncated, "calls after a truncation without one")
 }

@@ -66,20 +66,24 @@ var truncatedTools = map[string]bool{"write_file": true, "edit_file": true}
 // truncateArgs shortens long string arguments of write_file and edit_file
 // calls in messages older than the truncation keep policy, when its trigger
 // is met. v.msgs is not modified; the result is a copy when anything
-// changed. saved is how many tokens the truncation saves, or -1 when only
-// counting the result says.
+// changed (with the run's memo, the memo's list, which the previous call's
+// list becomes by rewriting the messages whose truncation changed). saved
+// is how many tokens the truncation saves, or -1 when only counting the
+// result says.
 func (m *SummarizationMiddleware) truncateArgs(v *view, total int, p policy) (msgs []llm.Message, saved int, changed bool) {
 	msgs = v.msgs
-	if len(p.truncTrigger) == 0 || !p.anyMet(p.truncTrigger, total, len(msgs), 1) {
-		return msgs, 0, false
+	cut := 0
+	if len(p.truncTrigger) > 0 && p.anyMet(p.truncTrigger, total, len(msgs), 1) {
+		var suffix func(i int) int
+		if m.tools != nil && v.memo != nil {
+			suffix = func(i int) int { return m.viewTokens(v, i, len(v.msgs)) }
+		}
+		cut = m.cutoff(msgs, p.truncKeep, p, false, suffix)
 	}
-	var suffix func(i int) int
-	if m.tools != nil && v.memo != nil {
-		suffix = func(i int) int { return m.viewTokens(v, i, len(v.msgs)) }
-	}
-	cut := m.cutoff(msgs, p.truncKeep, p, false, suffix)
 	ta := m.opts.TruncateArgs
 	if v.memo != nil {
+		// Called even when nothing is to be truncated, so that the memo's
+		// list gives back what an earlier call truncated.
 		return v.memo.truncated(v, cut, ta, m.tools != nil)
 	}
 	var out []llm.Message
