@@ -160,14 +160,14 @@ func (m *SummarizationMiddleware) historyPath(sid string) string {
 // and returns its path.
 func (m *SummarizationMiddleware) appendHistory(ctx context.Context, sid string, msgs []llm.Message) (string, error) {
 	file := m.historyPath(sid)
-	var old string
+	var old []byte
 	res := m.backend.Download(ctx, []string{file})
 	if len(res) != 1 {
 		return file, fmt.Errorf("download of %s returned %d results", file, len(res))
 	}
 	switch err := res[0].Err; {
 	case err == nil:
-		old = string(res[0].Content)
+		old = res[0].Content
 	case !errors.Is(err, backend.ErrFileNotFound):
 		return file, err
 	}
@@ -177,8 +177,14 @@ func (m *SummarizationMiddleware) appendHistory(ctx context.Context, sid string,
 			kept = append(kept, msgs[i])
 		}
 	}
+	// The file grows with the run: its old content is copied once, into
+	// the new content, rather than into a string first.
 	section := "## Summarized at " + backend.FormatTime(agent.Now(ctx)) + "\n\n" + renderMessages(kept) + "\n\n"
-	if err := m.backend.Write(ctx, file, old+section); err != nil {
+	var b strings.Builder
+	b.Grow(len(old) + len(section))
+	b.Write(old)
+	b.WriteString(section)
+	if err := m.backend.Write(ctx, file, b.String()); err != nil {
 		return file, err
 	}
 	return file, nil
