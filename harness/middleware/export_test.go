@@ -28,3 +28,17 @@ func MemorySources(m *MemoryMiddleware) []string { return m.sources }
 
 // SkillSources returns m's normalised sources in priority order.
 func SkillSources(m *SkillsMiddleware) []SkillSource { return m.sources }
+
+// TruncateJSONArgs and TruncateJSONArgsDecoder are the argument truncation
+// of SummarizationMiddleware and the decoder it must agree with.
+var (
+	TruncateJSONArgs        = truncateJSONArgs
+	TruncateJSONArgsDecoder = truncateJSONArgsDecoder
+)
+
+// ScanTruncatesArgs reports whether truncateJSONArgs answers for raw
+// without the decoder.
+func ScanTruncatesArgs(raw []byte, maxLen int) bool {
+	_, _, ok := scanTruncateArgs(raw, maxLen, defaultTruncationText)
+	return ok
+}
