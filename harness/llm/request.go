@@ -151,7 +151,8 @@ type Response struct {
 
 // ChatModel generates the next assistant message. The request is lent for
 // the call: a model copies what it keeps of it, since the caller may reuse
-// its slices for later calls (prompt caching does, for its message list).
+// its slices for later calls (summarization and prompt caching do, for
+// their message lists, rewriting messages in place from call to call).
 type ChatModel interface {
 	Generate(ctx context.Context, req *Request) (*Response, error)
 }
