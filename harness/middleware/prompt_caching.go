@@ -94,6 +94,8 @@ type cacheMarks struct {
 	marks  int
 	feed   any
 	seq    uint64
+	// lent describes buf to the middleware after it, for the call.
+	lent lentList
 }
 
 // markAndCall calls next with req marked as markCachePrefix marks it. When
@@ -169,7 +171,8 @@ func (cm *cacheMarks) mark(req *agent.ModelRequest, in *lentList, marker func() 
 			c.Messages = cm.buf[:n:n]
 			// Only the breakpoints are vouched for: the list is not
 			// described as an edit of the previous one.
-			return c, &lentList{msgs: c.Messages, marks: cm.marks + 1}
+			cm.lent = lentList{msgs: c.Messages, marks: cm.marks + 1}
+			return c, &cm.lent
 		}
 	}
 	return c, nil

@@ -61,9 +61,10 @@ type convMemo struct {
 	// dirty lists the indices of out rewritten by this call.
 	dirty []int
 
-	// seq counts the calls that lent a list; lastGen, lastEvent and lastLen
-	// describe the list lent by call seq, when lastOK.
+	// seq counts the calls that lent a list, lent; lastGen, lastEvent and
+	// lastLen describe the list lent by call seq, when lastOK.
 	seq       uint64
+	lent      lentList
 	lastOK    bool
 	lastGen   uint64
 	lastEvent *SummarizationEvent
@@ -186,6 +187,9 @@ func (c *convMemo) check(i int, ta TruncateArgsOptions) {
 	if msg.Role != llm.RoleAssistant || len(msg.ToolCalls) == 0 {
 		return
 	}
+	if !slices.ContainsFunc(msg.ToolCalls, func(tc llm.ToolCall) bool { return truncatedTools[tc.Name] && len(tc.Args) > ta.MaxLength }) {
+		return // nothing to decode, nothing to remember
+	}
 	key := unsafe.SliceData(msg.ToolCalls)
 	tc, ok := c.calls[key]
 	if !ok || tc.n != len(msg.ToolCalls) {
@@ -278,7 +282,8 @@ func (c *convMemo) truncated(v *view, cut int, ta TruncateArgsOptions, counted b
 // down.
 func (c *convMemo) lend(ctx context.Context, v *view, msgs []llm.Message) context.Context {
 	c.seq++
-	l := &lentList{msgs: msgs, feed: c, seq: c.seq}
+	l := &c.lent
+	*l = lentList{msgs: msgs, feed: c, seq: c.seq}
 	if c.lastOK && c.lastGen == c.gen && c.lastEvent == v.event && len(msgs) >= c.lastLen {
 		l.kept, l.dirty = c.lastLen, c.dirty
 	}
