@@ -202,6 +202,13 @@ type SummarizationEvent struct {
 // names; token triggers use the calibrated estimate rather than comparing
 // the provider's figure and the estimate separately; what the summariser
 // reads is bounded by default when the window is known.
+//
+// Within a run, what a call costs does not grow with the history: counts,
+// truncations and the model's view carry over from call to call, and the
+// message list handed down (the view with its old arguments truncated) is
+// one list rewritten in place where its messages changed, lent to the
+// middleware after it and the model for the call only (see llm.ChatModel),
+// with a description of what changed that prompt caching and memory use.
 type SummarizationMiddleware struct {
 	agent.Base
 	opts    SummarizationOptions
