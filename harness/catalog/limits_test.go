@@ -3,7 +3,6 @@ package catalog_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,8 +12,8 @@ import (
 )
 
 // A catalog file is bounded like the other YAML a user brings
-// (internal/yamlx): deep nesting is refused at file:line:col in well under
-// a second, in a child with 256 MiB of address space. Before, it went
+// (internal/yamlx): deep nesting is refused at file:line:col in a child with
+// 256 MiB of address space. The memory bound, not a clock, is what the test holds it to. Before, it went
 // straight to go-yaml, whose parser takes gigabytes for 40 000 brackets
 // and hundreds of MB for 10 000 levels before failing with no position.
 func TestParseRefusesHostileCatalog(t *testing.T) {
@@ -30,11 +29,9 @@ func TestParseRefusesHostileCatalog(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			start := time.Now()
 			_, err := catalog.Parse("models.yaml", []byte(tt.data))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
-			assert.Less(t, time.Since(start), time.Second)
 		})
 	}
 }
