@@ -14,6 +14,7 @@ import (
 	"github.com/dageval/dageval/harness/backend"
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/tool"
+	"github.com/dageval/dageval/internal/jsonscan"
 )
 
 // Tool argument schemas (JSON Schema), written by hand so that defaults,
@@ -114,16 +115,94 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// decode reads validated arguments into dst.
-func decode(name string, raw json.RawMessage, dst any) *tool.Result {
+// decode reads validated arguments into dst, a struct whose fields are
+// those given: the arguments of a tool call are almost always a flat
+// object naming each field once, which decodeFields reads in one pass
+// without encoding/json's reflection (that was a seventh of a
+// write_file + read_file step). Anything else goes to encoding/json, so
+// the outcome is the same either way.
+func decode[T any](name string, raw json.RawMessage, dst *T, fields ...argField) *tool.Result {
+	if decodeFields(raw, fields) {
+		return nil
+	}
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
 	}
-	if err := json.Unmarshal(raw, dst); err != nil {
+	// Decoded apart, so that dst stays on its caller's stack when the
+	// fast path takes the call.
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
 		r := tool.InvalidArgs(name, err)
 		return &r
 	}
+	*dst = v
 	return nil
+}
+
+// argField is one field of a tool's argument struct: its JSON name and
+// where its value goes (exactly one of the pointers is set).
+type argField struct {
+	name string
+	str  *string
+	num  *int
+	opt  **int // a number the tool tells apart from an absent one
+	flag *bool
+}
+
+func strArg(name string, p *string) argField { return argField{name: name, str: p} }
+func intArg(name string, p *int) argField    { return argField{name: name, num: p} }
+func optArg(name string, p **int) argField   { return argField{name: name, opt: p} }
+func boolArg(name string, p *bool) argField  { return argField{name: name, flag: p} }
+
+// decodeFields reads raw into fields when encoding/json would surely read
+// it the same way: an object whose keys are fields' names spelled exactly,
+// each at most once, with values of the fields' types. It reports false,
+// having set some fields perhaps, for anything else: other keys (which
+// encoding/json matches case-insensitively), nulls, numbers that are not
+// plain integers, strings with \u escapes or bytes that are not UTF-8.
+func decodeFields(raw json.RawMessage, fields []argField) bool {
+	var seen uint64
+	return len(fields) <= 64 && jsonscan.FlatObject(raw, func(key, value []byte) bool {
+		k := -1
+		for i, f := range fields {
+			if len(key) == len(f.name)+2 && string(key[1:len(key)-1]) == f.name {
+				k = i
+				break
+			}
+		}
+		if k < 0 || seen&(1<<k) != 0 {
+			return false
+		}
+		seen |= 1 << k
+		f := fields[k]
+		switch {
+		case f.str != nil:
+			s, ok := jsonscan.Unquote(value)
+			*f.str = s
+			return ok
+		case f.num != nil, f.opt != nil:
+			if value[0] != '-' && (value[0] < '0' || value[0] > '9') {
+				return false
+			}
+			n, ok := jsonscan.Int(value)
+			if f.num != nil {
+				*f.num = n
+			} else {
+				*f.opt = &n
+			}
+			return ok
+		default:
+			switch string(value) {
+			case "true":
+				*f.flag = true
+			case "false":
+				*f.flag = false
+			default:
+				return false
+			}
+			return true
+		}
+	})
 }
 
 // errText renders a backend error for the model.
@@ -182,7 +261,7 @@ func (m *Filesystem) ls(ctx context.Context, raw json.RawMessage) (tool.Result, 
 	var a struct {
 		Path string `json:"path"`
 	}
-	if r := decode(ToolLs, raw, &a); r != nil {
+	if r := decode(ToolLs, raw, &a, strArg("path", &a.Path)); r != nil {
 		return *r, nil
 	}
 	p, r := m.allowedPath(a.Path, OpRead)
@@ -206,7 +285,7 @@ func (m *Filesystem) readFile(ctx context.Context, raw json.RawMessage) (tool.Re
 		Offset   int    `json:"offset"`
 		Limit    *int   `json:"limit"`
 	}{}
-	if r := decode(ToolReadFile, raw, &a); r != nil {
+	if r := decode(ToolReadFile, raw, &a, strArg("file_path", &a.FilePath), intArg("offset", &a.Offset), optArg("limit", &a.Limit)); r != nil {
 		return *r, nil
 	}
 	limit := defaultReadFileLimit
@@ -304,7 +383,7 @@ func (m *Filesystem) writeFile(ctx context.Context, raw json.RawMessage) (tool.R
 		FilePath string `json:"file_path"`
 		Content  string `json:"content"`
 	}
-	if r := decode(ToolWriteFile, raw, &a); r != nil {
+	if r := decode(ToolWriteFile, raw, &a, strArg("file_path", &a.FilePath), strArg("content", &a.Content)); r != nil {
 		return *r, nil
 	}
 	p, r := m.allowedPath(a.FilePath, OpWrite)
@@ -324,7 +403,7 @@ func (m *Filesystem) editFile(ctx context.Context, raw json.RawMessage) (tool.Re
 		NewString  string `json:"new_string"`
 		ReplaceAll bool   `json:"replace_all"`
 	}
-	if r := decode(ToolEditFile, raw, &a); r != nil {
+	if r := decode(ToolEditFile, raw, &a, strArg("file_path", &a.FilePath), strArg("old_string", &a.OldString), strArg("new_string", &a.NewString), boolArg("replace_all", &a.ReplaceAll)); r != nil {
 		return *r, nil
 	}
 	p, r := m.allowedPath(a.FilePath, OpWrite)
@@ -342,7 +421,7 @@ func (m *Filesystem) deleteFile(ctx context.Context, raw json.RawMessage) (tool.
 	var a struct {
 		FilePath string `json:"file_path"`
 	}
-	if r := decode(ToolDelete, raw, &a); r != nil {
+	if r := decode(ToolDelete, raw, &a, strArg("file_path", &a.FilePath)); r != nil {
 		return *r, nil
 	}
 	p, err := backend.ValidatePath(a.FilePath)

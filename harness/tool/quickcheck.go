@@ -86,49 +86,26 @@ func newQuickCheck(raw json.RawMessage) *quickCheck {
 }
 
 // valid reports whether args surely match the schema; false means "ask
-// the general validator". It reads args in place, without decoding.
+// the general validator". It reads args in place, in one pass that also
+// checks that they are JSON, without decoding.
 func (q *quickCheck) valid(args json.RawMessage) bool {
-	if !json.Valid(args) {
-		return false
-	}
-	i := jsonscan.SkipSpace(args, 0)
-	if args[i] != '{' {
-		return false
-	}
 	var seen uint64
-	for i++; ; {
-		i = jsonscan.SkipSpace(args, i)
-		if args[i] == '}' {
-			break
-		}
-		keyEnd := jsonscan.StringEnd(args, i)
-		key := args[i+1 : keyEnd-1]
-		i = jsonscan.SkipSpace(args, keyEnd) + 1 // past ':'
-		start := jsonscan.SkipSpace(args, i)
-		end := jsonscan.ValueEnd(args, start)
-		i = jsonscan.SkipSpace(args, end)
-		if args[i] == ',' {
-			i++
-		}
+	ok := jsonscan.FlatObject(args, func(key, value []byte) bool {
+		key = key[1 : len(key)-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return false // a key the validator would unescape
 		}
 		k := slices.IndexFunc(q.names, func(n string) bool { return n == string(key) })
 		if k < 0 {
-			if q.closed {
-				return false
-			}
-			continue
+			return !q.closed
 		}
 		if seen&(1<<k) != 0 {
 			return false // repeated: the validator sees the last one only
 		}
 		seen |= 1 << k
-		if !quickType(q.types[k], args[start:end]) {
-			return false
-		}
-	}
-	return seen&q.required == q.required
+		return quickType(q.types[k], value)
+	})
+	return ok && seen&q.required == q.required
 }
 
 // quickType reports whether a valid JSON value surely has the type; long

@@ -1,0 +1,64 @@
+package middleware
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// editArgs and readArgs are the argument structs of edit_file and
+// read_file, every kind of field decodeFields reads.
+type editArgs struct {
+	FilePath   string `json:"file_path"`
+	OldString  string `json:"old_string"`
+	NewString  string `json:"new_string"`
+	ReplaceAll bool   `json:"replace_all"`
+}
+
+type readArgs struct {
+	FilePath string `json:"file_path"`
+	Offset   int    `json:"offset"`
+	Limit    *int   `json:"limit"`
+}
+
+// FuzzDecodeMatchesEncodingJSON holds decode's fast path to encoding/json:
+// for any arguments, the same struct or the same error.
+func FuzzDecodeMatchesEncodingJSON(f *testing.F) {
+	for _, s := range []string{
+		``, `{}`, `null`, `{"file_path":"/a.md"}`, `{"file_path":"/a","offset":10,"limit":-1}`, `{"file_path":"/a","limit":null}`,
+		`{"file_path":"/a","offset":1.5}`, `{"file_path":"/a","offset":1e2}`, `{"file_path":"/a","offset":99999999999999999999}`,
+		`{"FILE_PATH":"/a"}`, `{"file_path":"/a","file_path":"/b"}`, `{"file_path":"a\nb\"c\u00e9"}`, "{\"file_path\":\"\xff\"}",
+		`{"file_path":"/a","old_string":"x","new_string":"y","replace_all":true}`, `{"replace_all":"true"}`, `{"file_path":3}`,
+		`{"file_path":"/a","extra":[1,{"x":null}]}`, ` { "file_path" : "/a" } `, `{"file_path":"/a"`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var e, ewant editArgs
+		r1 := decode("edit_file", raw, &e, strArg("file_path", &e.FilePath), strArg("old_string", &e.OldString), strArg("new_string", &e.NewString), boolArg("replace_all", &e.ReplaceAll))
+		err1 := unmarshalArgs(raw, &ewant)
+		if (r1 != nil) != (err1 != nil) || r1 == nil && e != ewant {
+			t.Fatalf("edit_file %q: decode gives %+v (%v), encoding/json %+v (%v)", raw, e, r1, ewant, err1)
+		}
+		var r, rwant readArgs
+		r2 := decode("read_file", raw, &r, strArg("file_path", &r.FilePath), intArg("offset", &r.Offset), optArg("limit", &r.Limit))
+		err2 := unmarshalArgs(raw, &rwant)
+		if (r2 != nil) != (err2 != nil) || r2 == nil && !reflect.DeepEqual(r, rwant) {
+			t.Fatalf("read_file %q: decode gives %+v (%v), encoding/json %+v (%v)", raw, r, r2, rwant, err2)
+		}
+		if r1 != nil && r1.Text() != invalidText("edit_file", err1) || r2 != nil && r2.Text() != invalidText("read_file", err2) {
+			t.Fatalf("%q: the error results differ from encoding/json's", raw)
+		}
+	})
+}
+
+func unmarshalArgs(raw []byte, dst any) error {
+	if len(raw) == 0 {
+		raw = []byte("{}")
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+func invalidText(name string, err error) string {
+	return "Error: invalid arguments for tool " + name + ": " + err.Error() + ". Fix the arguments and call the tool again."
+}
