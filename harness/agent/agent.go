@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -844,8 +845,10 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 			outs[i] = outcome{resp: prev}
 			return
 		}
-		tr := &toolRun{call: call, base: ex.st, keys: ex.a.keys}
-		resp, err := ex.callTool(&toolCtx{Context: ctx, slot: slot{id: "tools:" + call.ID}, tr: tr}, tr, call)
+		tc := &toolCtx{Context: ctx, slot: slot{prefix: "tools:", id: call.ID}, tr: toolRun{call: call, base: ex.st, keys: ex.a.keys}}
+		tc.req = ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st}
+		tr := &tc.tr
+		resp, err := ex.callTool(tc, tr, &tc.req)
 		tr.mu.Lock()
 		outs[i] = outcome{resp: resp, err: err, events: tr.events}
 		tr.mu.Unlock()
@@ -882,6 +885,21 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		ex.r.step.Store(int64(ex.steps))
 		return ex.interrupted(ctx, nil, done, ints...)
 	}
+	if ex.r.emitter == nil {
+		resps := make([]*ToolResponse, len(outs))
+		for i, o := range outs {
+			resps[i] = o.resp
+		}
+		if u := joinResults(resps); u != nil {
+			st, err := ex.apply(u)
+			if err != nil {
+				return nil, fmt.Errorf("agent: tools: %w", err)
+			}
+			ex.st = st
+			ex.pendingTools = nil
+			return nil, ex.save(ctx, nil, nil)
+		}
+	}
 	for i, o := range outs {
 		for _, ev := range o.events {
 			ex.r.emit(ev)
@@ -907,6 +925,45 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 	}
 	ex.pendingTools = nil
 	return nil, ex.save(ctx, nil, nil)
+}
+
+// joinResults returns one update that applies the results of a tool step
+// as applying them one by one would, or nil when it cannot say so: a step
+// applies as one state instead of one state (and one copy of the files)
+// per call. It joins results whose updates change files only and whose
+// messages have no id (so each appends); a later call's file wins, as it
+// would applied after.
+func joinResults(resps []*ToolResponse) *Update {
+	var files map[string]*FileData
+	shared := false // files is a response's own map
+	for _, r := range resps {
+		if r.Message.ID != "" {
+			return nil
+		}
+		u := r.Update
+		if u == nil {
+			continue
+		}
+		if u.ReplaceMessages || len(u.Messages) > 0 || len(u.RemoveMessages) > 0 || u.Todos != nil ||
+			u.StructuredResponse != nil || len(u.Values) > 0 {
+			return nil
+		}
+		switch {
+		case len(u.Files) == 0:
+		case files == nil:
+			files, shared = u.Files, true
+		default:
+			if shared {
+				files, shared = maps.Clone(files), false
+			}
+			maps.Copy(files, u.Files)
+		}
+	}
+	msgs := make([]llm.Message, len(resps))
+	for i, r := range resps {
+		msgs[i] = r.Message
+	}
+	return &Update{Messages: msgs, Files: files}
 }
 
 // runParallel runs run(0) … run(n-1) at the same time and returns when all
@@ -968,8 +1025,8 @@ func (ex *exec) stopWorkers() {
 	}
 }
 
-func (ex *exec) callTool(ctx context.Context, tr *toolRun, call llm.ToolCall) (*ToolResponse, error) {
-	resp, err := ex.a.toolChain(ctx, &ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st})
+func (ex *exec) callTool(ctx context.Context, tr *toolRun, req *ToolRequest) (*ToolResponse, error) {
+	resp, err := ex.a.toolChain(ctx, req)
 	if err != nil || resp == nil {
 		return resp, err
 	}

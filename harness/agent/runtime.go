@@ -36,9 +36,11 @@ type runKey struct{}
 // slot identifies the hook or tool call that is currently executing, so an
 // interrupt raised there can be matched to its resume value.
 type slot struct {
-	id    string
-	count int
-	mu    sync.Mutex
+	// The slot's id is prefix+id: a tool call's is "tools:" and its call
+	// id, joined only when an interrupt needs it.
+	prefix, id string
+	count      int
+	mu         sync.Mutex
 }
 
 type slotKey struct{}
@@ -273,7 +275,7 @@ func InterruptKey(ctx context.Context, key string, payload any) (json.RawMessage
 	if r == nil || sl == nil {
 		return nil, errors.New("agent: Interrupt called outside a running hook or tool")
 	}
-	id := sl.id + "#" + key
+	id := sl.prefix + sl.id + "#" + key
 	if v, ok := r.resume[id]; ok {
 		return v, nil
 	}
@@ -303,11 +305,13 @@ func (c *slotCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// toolCtx is slotCtx for a tool call, which also carries the call's toolRun.
+// toolCtx is slotCtx for a tool call, which also carries the call's toolRun
+// and the request the tool chain starts from: one allocation for the three.
 type toolCtx struct {
 	context.Context
 	slot slot
-	tr   *toolRun
+	tr   toolRun
+	req  ToolRequest
 }
 
 func (c *toolCtx) Value(key any) any {
@@ -315,7 +319,7 @@ func (c *toolCtx) Value(key any) any {
 	case slotKey{}:
 		return &c.slot
 	case toolKey{}:
-		return c.tr
+		return &c.tr
 	}
 	return c.Context.Value(key)
 }

@@ -222,8 +222,12 @@ func apply(s *State, u *Update, keys map[string]StateKey, h *history) (*State, e
 		n.Messages = applyMessages(s.Messages, u, &n.Seq, h)
 	}
 	if len(u.Files) > 0 {
-		files := make(map[string]FileData, len(s.Files)+len(u.Files))
-		maps.Copy(files, s.Files)
+		// Cloned rather than copied entry by entry: a clone copies the
+		// map's tables as they are, without hashing every path again.
+		files := maps.Clone(s.Files)
+		if files == nil {
+			files = make(map[string]FileData, len(u.Files))
+		}
 		for p, fd := range u.Files {
 			if fd == nil {
 				delete(files, p)

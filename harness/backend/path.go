@@ -22,16 +22,19 @@ const MaxPathLength = 4096
 // paths longer than MaxPathLength. With allowedPrefixes the normalised path
 // must also start with one of them.
 func ValidatePath(p string, allowedPrefixes ...string) (string, error) {
-	slashed, err := checkPath(p)
-	if err != nil {
-		return "", err
+	clean := p
+	if !plainPath(p) {
+		slashed, err := checkPath(p)
+		if err != nil {
+			return "", err
+		}
+		clean = slashed
+		if !strings.HasPrefix(clean, "/") {
+			clean = "/" + clean
+		}
+		// Clean leaves a clean path as it is, without allocating: most are.
+		clean = path.Clean(clean)
 	}
-	clean := slashed
-	if !strings.HasPrefix(clean, "/") {
-		clean = "/" + clean
-	}
-	// Clean leaves a clean path as it is, without allocating: most are.
-	clean = path.Clean(clean)
 	if len(allowedPrefixes) > 0 {
 		ok := false
 		for _, pre := range allowedPrefixes {
@@ -45,6 +48,35 @@ func ValidatePath(p string, allowedPrefixes ...string) (string, error) {
 		}
 	}
 	return clean, nil
+}
+
+// plainPath reports whether p is a path every check of ValidatePath passes
+// and path.Clean leaves as it is: absolute, in letters, digits, "-", "_"
+// and ".", without empty, "." or ".." components or a trailing "/". Most
+// paths a model sends are, and a tool call validates its path twice.
+func plainPath(p string) bool {
+	if p == "/" {
+		return true
+	}
+	if len(p) < 2 || len(p) > MaxPathLength || p[0] != '/' {
+		return false
+	}
+	seg := 0 // start of the current component
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			c := p[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+				return false
+			}
+			continue
+		}
+		switch p[seg+1 : i] {
+		case "", ".", "..":
+			return false
+		}
+		seg = i
+	}
+	return true
 }
 
 // checkPath applies the hostile-input checks of ValidatePath and returns the

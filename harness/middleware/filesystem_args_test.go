@@ -3,7 +3,9 @@ package middleware
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // editArgs and readArgs are the argument structs of edit_file and
@@ -61,4 +63,51 @@ func unmarshalArgs(raw []byte, dst any) error {
 
 func invalidText(name string, err error) string {
 	return "Error: invalid arguments for tool " + name + ": " + err.Error() + ". Fix the arguments and call the tool again."
+}
+
+// FuzzNumberedRowsRender holds numberedRows and renderRows to the plain
+// way of writing them (split, then pad each marker): the same rows, the
+// same text.
+func FuzzNumberedRowsRender(f *testing.F) {
+	for _, s := range []string{"", "\n", "a", "a\n", "a\n\n", "\n\nb", strings.Repeat("é", 2*maxLineLength+3) + "\nx\n"} {
+		f.Add(s, 1)
+	}
+	f.Fuzz(func(t *testing.T, content string, start int) {
+		start = start%100000 + 1
+		if start < 1 {
+			start += 100000
+		}
+		rows := numberedRows(content, start)
+		lines := strings.Split(content, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		var want []row
+		for i, line := range lines {
+			for part := 0; ; part++ {
+				cut := runeOffset(line, maxLineLength)
+				if utf8.RuneCountInString(line) <= maxLineLength {
+					cut = len(line)
+				}
+				want = append(want, row{line: start + i, part: part, text: line[:cut]})
+				if line = line[cut:]; line == "" {
+					break
+				}
+			}
+		}
+		if len(rows) != len(want) || len(rows) > 0 && !reflect.DeepEqual(rows, want) {
+			t.Fatalf("numberedRows(%q) = %v, want %v", content, rows, want)
+		}
+		width := 0
+		for _, r := range rows {
+			width = max(width, len(r.marker()))
+		}
+		var out []string
+		for _, r := range rows {
+			out = append(out, strings.Repeat(" ", width-len(r.marker()))+r.marker()+"  "+r.text)
+		}
+		if got := renderRows(rows); got != strings.Join(out, "\n") {
+			t.Fatalf("renderRows(%v) = %q, want %q", rows, got, strings.Join(out, "\n"))
+		}
+	})
 }

@@ -26,12 +26,14 @@ type row struct {
 // numberedRows splits content on "\n" (one trailing empty line dropped) and
 // cuts lines longer than maxLineLength characters into continuation rows.
 func numberedRows(content string, startLine int) []row {
-	lines := strings.Split(content, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
+	if content == "" {
+		return []row{}
 	}
-	rows := make([]row, 0, len(lines))
-	for i, line := range lines {
+	content = strings.TrimSuffix(content, "\n") // the empty line after a final "\n"
+	rows := make([]row, 0, strings.Count(content, "\n")+1)
+	for i, rest, more := 0, content, true; more; i++ {
+		var line string
+		line, rest, more = strings.Cut(rest, "\n")
 		n := startLine + i
 		if len(line) <= maxLineLength || utf8.RuneCountInString(line) <= maxLineLength {
 			rows = append(rows, row{line: n, text: line})
@@ -49,29 +51,37 @@ func numberedRows(content string, startLine int) []row {
 }
 
 // marker is the gutter label of a row: "12", or "12.1" for continuations.
-func (r row) marker() string {
+func (r row) marker() string { return string(r.appendMarker(nil)) }
+
+func (r row) appendMarker(b []byte) []byte {
+	b = strconv.AppendInt(b, int64(r.line), 10)
 	if r.part == 0 {
-		return strconv.Itoa(r.line)
+		return b
 	}
-	return strconv.Itoa(r.line) + "." + strconv.Itoa(r.part)
+	return strconv.AppendInt(append(b, '.'), int64(r.part), 10)
 }
 
 // renderRows formats rows as "<marker>  <text>" lines joined by "\n", with
 // markers right-aligned to the widest one. The two-space separator is
 // relied on by tools that parse the output.
 func renderRows(rows []row) string {
-	width := 0
+	var buf [48]byte // markers are built here, not on the heap
+	width, size := 0, 0
 	for _, r := range rows {
-		width = max(width, len(r.marker()))
+		width = max(width, len(r.appendMarker(buf[:0])))
+		size += len(r.text) + 3
 	}
 	var b strings.Builder
+	b.Grow(size + width*len(rows))
 	for i, r := range rows {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
-		m := r.marker()
-		b.WriteString(strings.Repeat(" ", width-len(m)))
-		b.WriteString(m)
+		m := r.appendMarker(buf[:0])
+		for range width - len(m) {
+			b.WriteByte(' ')
+		}
+		b.Write(m)
 		b.WriteString("  ")
 		b.WriteString(r.text)
 	}
