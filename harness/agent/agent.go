@@ -468,8 +468,9 @@ type exec struct {
 	chain        ModelHandler // every WrapModelCall around callModel
 	// jobs hands the extra calls of a turn with several tool calls to
 	// the invocation's workers (see runParallel); workers counts them.
-	jobs    chan func()
+	jobs    chan toolJob
 	workers int
+	wg      sync.WaitGroup // waits for the workers' jobs of a tool step
 }
 
 // apply applies u to the run's state, appending messages to its history.
@@ -767,27 +768,34 @@ func (ex *exec) callModel(ctx context.Context, mr *ModelRequest) (*ModelResponse
 		model = ex.a.cfg.Model
 	}
 	if sm, ok := model.(llm.StreamingModel); ok && ex.tokenStream {
-		var final *llm.Response
-		for chunk, err := range sm.Stream(ctx, &req) {
-			if err != nil {
-				return nil, err
-			}
-			c := chunk
-			ex.r.emit(Event{Type: EventModelChunk, Agent: ex.r.path, Step: ex.steps, Chunk: &c})
-			if chunk.Response != nil {
-				final = chunk.Response
-			}
-		}
-		if final == nil {
-			return nil, errors.New("stream ended without a final response")
-		}
-		return &ModelResponse{Response: final}, nil
+		return ex.streamModel(ctx, sm, &req)
 	}
 	resp, err := model.Generate(ctx, &req)
 	if err != nil {
 		return nil, err
 	}
 	return &ModelResponse{Response: resp}, nil
+}
+
+// streamModel calls the model through Stream, emitting its chunks. It is
+// apart from callModel because ranging over an iterator moves the
+// function's results to the heap, which a plain call need not pay for.
+func (ex *exec) streamModel(ctx context.Context, sm llm.StreamingModel, req *llm.Request) (*ModelResponse, error) {
+	var final *llm.Response
+	for chunk, err := range sm.Stream(ctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		c := chunk
+		ex.r.emit(Event{Type: EventModelChunk, Agent: ex.r.path, Step: ex.steps, Chunk: &c})
+		if chunk.Response != nil {
+			final = chunk.Response
+		}
+	}
+	if final == nil {
+		return nil, errors.New("stream ended without a final response")
+	}
+	return &ModelResponse{Response: final}, nil
 }
 
 // pendingCalls returns the last assistant message and its tool calls that have
@@ -807,6 +815,11 @@ func (ex *exec) pendingCalls() (*llm.Message, []llm.ToolCall) {
 	last := &msgs[idx]
 	// Only the few messages after the call can answer it: a scan beats a set.
 	answers := msgs[idx+1:]
+	if !slices.ContainsFunc(answers, func(m llm.Message) bool { return m.Role == llm.RoleTool }) {
+		// Nothing answered yet (every tool step starts so): all of them,
+		// capped so that no append can reach the message's array.
+		return last, slices.Clip(last.ToolCalls)
+	}
 	var pending []llm.ToolCall
 	for _, tc := range last.ToolCalls {
 		if slices.ContainsFunc(answers, func(m llm.Message) bool { return m.Role == llm.RoleTool && m.ToolCallID == tc.ID }) {
@@ -982,13 +995,12 @@ func (ex *exec) runParallel(n int, run func(i int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
+	// One WaitGroup per invocation and jobs sent as values: a tool step
+	// allocates nothing here.
+	wg := &ex.wg
 	wg.Add(n - 1)
 	for i := 1; i < n; i++ {
-		job := func() {
-			defer wg.Done()
-			run(i)
-		}
+		job := toolJob{run: run, i: i, wg: wg}
 		if i <= ex.workers {
 			// Every worker is idle or about to be: the previous step
 			// waited for its job. A worker takes one job at a time, so
@@ -997,7 +1009,7 @@ func (ex *exec) runParallel(n int, run func(i int)) {
 			continue
 		}
 		if ex.jobs == nil {
-			ex.jobs = make(chan func())
+			ex.jobs = make(chan toolJob)
 		}
 		ex.workers++
 		go toolWorker(ex.jobs, job)
@@ -1006,10 +1018,22 @@ func (ex *exec) runParallel(n int, run func(i int)) {
 	wg.Wait()
 }
 
+// toolJob is run(i) for a worker, which then marks wg done.
+type toolJob struct {
+	run func(i int)
+	i   int
+	wg  *sync.WaitGroup
+}
+
+func (j toolJob) do() {
+	defer j.wg.Done()
+	j.run(j.i)
+}
+
 // toolWorker runs job, then every job sent on jobs until it is closed.
-func toolWorker(jobs <-chan func(), job func()) {
+func toolWorker(jobs <-chan toolJob, job toolJob) {
 	for {
-		job()
+		job.do()
 		var ok bool
 		if job, ok = <-jobs; !ok {
 			return

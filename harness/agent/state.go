@@ -290,7 +290,7 @@ func applyMessages(msgs []llm.Message, u *Update, seq *int, h *history) []llm.Me
 	for _, m := range u.Messages {
 		if m.ID == "" {
 			*seq++
-			m.ID = "msg-" + strconv.Itoa(*seq)
+			m.ID = messageID(*seq)
 			out = append(out, m)
 			continue
 		}
@@ -312,6 +312,12 @@ func applyMessages(msgs []llm.Message, u *Update, seq *int, h *history) []llm.Me
 	// Capped at its length, so that an append by anyone holding the state
 	// reallocates instead of writing into the history's spare capacity.
 	return out[:len(out):len(out)]
+}
+
+// messageID is "msg-<seq>", built in one allocation.
+func messageID(seq int) string {
+	var buf [24]byte
+	return string(strconv.AppendInt(append(buf[:0], "msg-"...), int64(seq), 10))
 }
 
 // history is the backing array one invocation appends its messages to.

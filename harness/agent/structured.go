@@ -17,10 +17,10 @@ const structuredSource = "structured_output"
 // the provider strategy, a final text answer is parsed and validated.
 func (ex *exec) structuredAnswer(msg llm.Message) *Update {
 	f := ex.a.format
-	u := &Update{}
 	if f == nil {
-		return u
+		return nil // no format: nothing to answer, and no allocation per model call
 	}
+	u := &Update{}
 	if f.Strategy == StrategyProvider {
 		if len(msg.ToolCalls) > 0 {
 			return u

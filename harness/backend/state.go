@@ -130,21 +130,28 @@ func (s *StateStage) record(_ context.Context, u map[string]*FileData) error {
 
 func stateTableFrom(ctx context.Context) (fileTable, error) {
 	if st, ok := ctx.Value(stageKey{}).(*StateStage); ok && st != nil {
-		return &stateTable{files: st.view(), write: st.record}, nil
+		return &stateTable{files: st.view(), stage: st}, nil
 	}
 	s := agent.ToolState(ctx)
 	if s == nil {
 		return nil, ErrStateOutsideRun
 	}
-	return &stateTable{files: s.Files, write: func(ctx context.Context, u map[string]*FileData) error {
-		return agent.UpdateState(ctx, &agent.Update{Files: u})
-	}}, nil
+	return &stateTable{files: s.Files}, nil
 }
 
 // stateTable is one operation's view of the state's files.
 type stateTable struct {
 	files map[string]FileData
-	write func(ctx context.Context, u map[string]*FileData) error
+	// stage receives the writes; without one they go to the running tool
+	// call (agent.UpdateState).
+	stage *StateStage
+}
+
+func (t *stateTable) write(ctx context.Context, u map[string]*FileData) error {
+	if t.stage != nil {
+		return t.stage.record(ctx, u)
+	}
+	return agent.UpdateState(ctx, &agent.Update{Files: u})
 }
 
 func (t *stateTable) get(_ context.Context, p string) (FileData, bool, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // FlatObject reads b as one JSON object, calling fn with each member's raw
@@ -217,7 +218,8 @@ func Unquote(lit []byte) (string, bool) {
 			return "", false
 		}
 	}
-	return string(out), true
+	// out is ours alone and never written again: the string can be it.
+	return unsafe.String(unsafe.SliceData(out), len(out)), true
 }
 
 // Int parses a valid number as encoding/json decodes one into an int:
