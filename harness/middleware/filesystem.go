@@ -1,12 +1,14 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dageval/dageval/harness/agent"
@@ -114,6 +116,17 @@ type Filesystem struct {
 	globWait   time.Duration
 	globSlots  chan struct{}
 	custom     map[string]bool
+	// shown is the tool list WrapModelCall last showed the model, with
+	// the list it came from (see visibleTools).
+	shown atomic.Pointer[shownTools]
+}
+
+// shownTools is one derivation of the tools the model sees from those a
+// request offers.
+type shownTools struct {
+	in, out            []llm.ToolSpec // in is a copy of what was offered
+	canExec, canDelete bool
+	execActive         bool
 }
 
 // NewFilesystem validates the options and builds the middleware.
@@ -238,27 +251,8 @@ func (m *Filesystem) artifactPath(rel string) string {
 // model cannot take, and offloads an oversized last user message.
 func (m *Filesystem) WrapModelCall(ctx context.Context, req *agent.ModelRequest, next agent.ModelHandler) (*agent.ModelResponse, error) {
 	out := req.Clone()
-	canExec, canDelete := backend.CanExecute(m.b), backend.CanDelete(m.b)
-	tools := make([]llm.ToolSpec, 0, len(req.Tools))
-	for _, t := range req.Tools {
-		if t.Name == ToolExecute && !canExec || t.Name == ToolDelete && !canDelete {
-			continue
-		}
-		tools = append(tools, t)
-	}
-	has := func(name string) bool {
-		return slices.ContainsFunc(tools, func(t llm.ToolSpec) bool { return t.Name == name })
-	}
-	execActive, grepVis, globVis := has(ToolExecute), has(ToolGrep), has(ToolGlob)
-	for i, t := range tools {
-		switch {
-		case t.Name == ToolGrep && !m.custom[ToolGrep] && isGrepDefault(t.Description):
-			tools[i].Description = grepDescription(execActive)
-		case t.Name == ToolExecute && !m.custom[ToolExecute] && isExecuteDefault(t.Description):
-			tools[i].Description = executeDescription(grepVis, globVis)
-		}
-	}
-	out.Tools = tools
+	var execActive bool
+	out.Tools, execActive = m.visibleTools(req.Tools)
 	if m.opts.SystemPrompt != "" {
 		out = out.AppendSystem(m.opts.SystemPrompt)
 	}
@@ -279,6 +273,51 @@ func (m *Filesystem) WrapModelCall(ctx context.Context, req *agent.ModelRequest,
 		return resp, err
 	}
 	return &agent.ModelResponse{Response: resp.Response, Update: update.Merge(resp.Update)}, nil
+}
+
+// visibleTools returns the tools the model is shown: offered without
+// execute and delete when the backend cannot do them, with the grep and
+// execute descriptions that fit the rest. An agent offers the same list on
+// every call, so the last answer is kept and handed out again while the
+// offer is equal to the one it was derived from; the answer is shared,
+// which requests allow (middleware never modify a request's slices).
+func (m *Filesystem) visibleTools(offered []llm.ToolSpec) ([]llm.ToolSpec, bool) {
+	canExec, canDelete := backend.CanExecute(m.b), backend.CanDelete(m.b)
+	if s := m.shown.Load(); s != nil && s.canExec == canExec && s.canDelete == canDelete && sameSpecs(s.in, offered) {
+		return s.out, s.execActive
+	}
+	tools := make([]llm.ToolSpec, 0, len(offered))
+	for _, t := range offered {
+		if t.Name == ToolExecute && !canExec || t.Name == ToolDelete && !canDelete {
+			continue
+		}
+		tools = append(tools, t)
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(tools, func(t llm.ToolSpec) bool { return t.Name == name })
+	}
+	execActive, grepVis, globVis := has(ToolExecute), has(ToolGrep), has(ToolGlob)
+	for i, t := range tools {
+		switch {
+		case t.Name == ToolGrep && !m.custom[ToolGrep] && isGrepDefault(t.Description):
+			tools[i].Description = grepDescription(execActive)
+		case t.Name == ToolExecute && !m.custom[ToolExecute] && isExecuteDefault(t.Description):
+			tools[i].Description = executeDescription(grepVis, globVis)
+		}
+	}
+	tools = slices.Clip(tools)
+	m.shown.Store(&shownTools{in: slices.Clone(offered), out: tools, canExec: canExec, canDelete: canDelete, execActive: execActive})
+	return tools, execActive
+}
+
+// sameSpecs reports whether two tool lists are equal. Comparing an agent's
+// list with a copy of itself is cheap: their strings and schemas are the
+// same memory, which Go compares without reading.
+func sameSpecs(a, b []llm.ToolSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y llm.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.Parameters, y.Parameters) &&
+			(x.CacheControl == y.CacheControl || x.CacheControl != nil && y.CacheControl != nil && *x.CacheControl == *y.CacheControl)
+	})
 }
 
 func isGrepDefault(d string) bool { return d == grepDescription(true) || d == grepDescription(false) }

@@ -3,9 +3,12 @@ package middleware
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/dageval/dageval/harness/llm"
 )
 
 // editArgs and readArgs are the argument structs of edit_file and
@@ -110,4 +113,42 @@ func FuzzNumberedRowsRender(f *testing.F) {
 			t.Fatalf("renderRows(%v) = %q, want %q", rows, got, strings.Join(out, "\n"))
 		}
 	})
+}
+
+// TestVisibleToolsFollowTheOffer checks that the kept tool list is only
+// handed out again for an equal offer: a different list, or the same list
+// with a tool changed, is derived afresh.
+func TestVisibleToolsFollowTheOffer(t *testing.T) {
+	m, err := NewFilesystem(FilesystemOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(name, desc string) llm.ToolSpec {
+		return llm.ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(`{"type":"object"}`)}
+	}
+	names := func(ts []llm.ToolSpec) (out []string) {
+		for _, t := range ts {
+			out = append(out, t.Name+":"+t.Description)
+		}
+		return out
+	}
+	a := []llm.ToolSpec{spec(ToolReadFile, "r"), spec(ToolExecute, executeDescription(true, true)), spec(ToolGrep, grepDescription(true))}
+	want := []string{ToolReadFile + ":r", ToolGrep + ":" + grepDescription(false)}
+	for range 2 {
+		if got, exec := m.visibleTools(a); !reflect.DeepEqual(names(got), want) || exec {
+			t.Fatalf("visibleTools(a) = %v, %v; want %v, false", names(got), exec, want)
+		}
+	}
+	b := slices.Clone(a)
+	b[0].Description = "changed"
+	if got, _ := m.visibleTools(b); names(got)[0] != ToolReadFile+":changed" {
+		t.Fatalf("a changed description was not seen: %v", names(got))
+	}
+	if got, _ := m.visibleTools(a[:1]); len(got) != 1 {
+		t.Fatalf("a shorter offer was not seen: %v", names(got))
+	}
+	b[0].CacheControl = llm.Ephemeral()
+	if got, _ := m.visibleTools(b); got[0].CacheControl == nil {
+		t.Fatalf("a cache marker was not seen: %v", got)
+	}
 }
