@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/tool"
 )
 
 // editArgs and readArgs are the argument structs of edit_file and
@@ -26,35 +27,56 @@ type readArgs struct {
 	Limit    *int   `json:"limit"`
 }
 
-// FuzzDecodeMatchesEncodingJSON holds decode's fast path to encoding/json:
-// for any arguments, the same struct or the same error.
+// FuzzDecodeMatchesEncodingJSON holds decode to what a tool.Validated
+// tool decoding with encoding/json does: for any arguments, the same
+// struct or the same error text.
 func FuzzDecodeMatchesEncodingJSON(f *testing.F) {
 	for _, s := range []string{
 		``, `{}`, `null`, `{"file_path":"/a.md"}`, `{"file_path":"/a","offset":10,"limit":-1}`, `{"file_path":"/a","limit":null}`,
 		`{"file_path":"/a","offset":1.5}`, `{"file_path":"/a","offset":1e2}`, `{"file_path":"/a","offset":99999999999999999999}`,
 		`{"FILE_PATH":"/a"}`, `{"file_path":"/a","file_path":"/b"}`, `{"file_path":"a\nb\"c\u00e9"}`, "{\"file_path\":\"\xff\"}",
 		`{"file_path":"/a","old_string":"x","new_string":"y","replace_all":true}`, `{"replace_all":"true"}`, `{"file_path":3}`,
-		`{"file_path":"/a","extra":[1,{"x":null}]}`, ` { "file_path" : "/a" } `, `{"file_path":"/a"`, `[]`,
+		`{"file_path":"/a","extra":[1,{"x":null}]}`, ` { "file_path" : "/a" } `, `{"file_path":"/a"`, `[]`, `{"old_string":"x","new_string":"y"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var e, ewant editArgs
-		r1 := decode("edit_file", raw, &e, strArg("file_path", &e.FilePath), strArg("old_string", &e.OldString), strArg("new_string", &e.NewString), boolArg("replace_all", &e.ReplaceAll))
-		err1 := unmarshalArgs(raw, &ewant)
-		if (r1 != nil) != (err1 != nil) || r1 == nil && e != ewant {
-			t.Fatalf("edit_file %q: decode gives %+v (%v), encoding/json %+v (%v)", raw, e, r1, ewant, err1)
+		r1 := decode(ToolEditFile, raw, &e, needArg("file_path", &e.FilePath), needArg("old_string", &e.OldString), needArg("new_string", &e.NewString), boolArg("replace_all", &e.ReplaceAll))
+		want1 := validatedDecode(t, ToolEditFile, raw, &ewant)
+		if got := resultText(r1); got != want1 || r1 == nil && e != ewant {
+			t.Fatalf("edit_file %q: decode gives %+v (%q), tool.Validated and encoding/json %+v (%q)", raw, e, got, ewant, want1)
 		}
 		var r, rwant readArgs
-		r2 := decode("read_file", raw, &r, strArg("file_path", &r.FilePath), intArg("offset", &r.Offset), optArg("limit", &r.Limit))
-		err2 := unmarshalArgs(raw, &rwant)
-		if (r2 != nil) != (err2 != nil) || r2 == nil && !reflect.DeepEqual(r, rwant) {
-			t.Fatalf("read_file %q: decode gives %+v (%v), encoding/json %+v (%v)", raw, r, r2, rwant, err2)
-		}
-		if r1 != nil && r1.Text() != invalidText("edit_file", err1) || r2 != nil && r2.Text() != invalidText("read_file", err2) {
-			t.Fatalf("%q: the error results differ from encoding/json's", raw)
+		r2 := decode(ToolReadFile, raw, &r, needArg("file_path", &r.FilePath), intArg("offset", &r.Offset), optArg("limit", &r.Limit))
+		want2 := validatedDecode(t, ToolReadFile, raw, &rwant)
+		if got := resultText(r2); got != want2 || r2 == nil && !reflect.DeepEqual(r, rwant) {
+			t.Fatalf("read_file %q: decode gives %+v (%q), tool.Validated and encoding/json %+v (%q)", raw, r, got, rwant, want2)
 		}
 	})
+}
+
+// validatedDecode is the path decode short-cuts: the schema's validation,
+// then encoding/json. It returns the error text, "" when there is none.
+func validatedDecode(t *testing.T, name string, raw []byte, dst any) string {
+	s, err := tool.ParseSchema(toolParams[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(raw); err != nil {
+		return tool.InvalidArgs(name, err).Text()
+	}
+	if err := unmarshalArgs(raw, dst); err != nil {
+		return invalidText(name, err)
+	}
+	return ""
+}
+
+func resultText(r *tool.Result) string {
+	if r == nil {
+		return ""
+	}
+	return r.Text()
 }
 
 func unmarshalArgs(raw []byte, dst any) error {

@@ -101,6 +101,10 @@ func (m *Filesystem) buildTools() []tool.Tool {
 			ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: toolParams[name]},
 			Fn:       m.impl(name),
 		}
+		if selfValidated[name] {
+			out = append(out, f)
+			continue
+		}
 		out = append(out, tool.Must(tool.Validated(f)))
 	}
 	return out
@@ -115,15 +119,40 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// decode reads validated arguments into dst, a struct whose fields are
-// those given: the arguments of a tool call are almost always a flat
-// object naming each field once, which decodeFields reads in one pass
+// selfValidated tools check their arguments against their schema in
+// decode instead of through tool.Validated: the pass that decodes the
+// usual arguments proves them valid too, so a call reads them once.
+var selfValidated = map[string]bool{ToolLs: true, ToolReadFile: true, ToolWriteFile: true, ToolEditFile: true, ToolDelete: true}
+
+// argSchemas are the parsed schemas of the selfValidated tools.
+var argSchemas = func() map[string]*tool.Schema {
+	out := make(map[string]*tool.Schema, len(selfValidated))
+	for name := range selfValidated {
+		s, err := tool.ParseSchema(toolParams[name])
+		if err != nil {
+			panic(fmt.Sprintf("schema of %s: %v", name, err))
+		}
+		out[name] = s
+	}
+	return out
+}()
+
+// decode reads the arguments of the tool name into dst, a struct whose
+// fields are those given: the arguments of a tool call are almost always a
+// flat object naming each field once, which decodeFields reads in one pass
 // without encoding/json's reflection (that was a seventh of a
-// write_file + read_file step). Anything else goes to encoding/json, so
-// the outcome is the same either way.
+// write_file + read_file step). Anything else is validated against the
+// schema, when the tool is selfValidated, and goes to encoding/json, so
+// the outcome is that of tool.Validated and encoding/json either way.
 func decode[T any](name string, raw json.RawMessage, dst *T, fields ...argField) *tool.Result {
 	if decodeFields(raw, fields) {
 		return nil
+	}
+	if s := argSchemas[name]; s != nil {
+		if err := s.Validate(raw); err != nil {
+			r := tool.InvalidArgs(name, err)
+			return &r
+		}
 	}
 	if len(raw) == 0 {
 		raw = json.RawMessage("{}")
@@ -143,16 +172,21 @@ func decode[T any](name string, raw json.RawMessage, dst *T, fields ...argField)
 // where its value goes (exactly one of the pointers is set).
 type argField struct {
 	name string
+	// need: the schema requires the field, so arguments without it are
+	// left to the validator.
+	need bool
 	str  *string
 	num  *int
 	opt  **int // a number the tool tells apart from an absent one
 	flag *bool
 }
 
-func strArg(name string, p *string) argField { return argField{name: name, str: p} }
-func intArg(name string, p *int) argField    { return argField{name: name, num: p} }
-func optArg(name string, p **int) argField   { return argField{name: name, opt: p} }
-func boolArg(name string, p *bool) argField  { return argField{name: name, flag: p} }
+// needArg is a required string field (every string field of the
+// selfValidated tools is required).
+func needArg(name string, p *string) argField { return argField{name: name, need: true, str: p} }
+func intArg(name string, p *int) argField     { return argField{name: name, num: p} }
+func optArg(name string, p **int) argField    { return argField{name: name, opt: p} }
+func boolArg(name string, p *bool) argField   { return argField{name: name, flag: p} }
 
 // decodeFields reads raw into fields when encoding/json would surely read
 // it the same way: an object whose keys are fields' names spelled exactly,
@@ -161,7 +195,12 @@ func boolArg(name string, p *bool) argField  { return argField{name: name, flag:
 // encoding/json matches case-insensitively), nulls, numbers that are not
 // plain integers, strings with \u escapes or bytes that are not UTF-8.
 func decodeFields(raw json.RawMessage, fields []argField) bool {
-	var seen uint64
+	var seen, need uint64
+	for i, f := range fields {
+		if f.need {
+			need |= 1 << i
+		}
+	}
 	return len(fields) <= 64 && jsonscan.FlatObject(raw, func(key, value []byte) bool {
 		k := -1
 		for i, f := range fields {
@@ -202,7 +241,7 @@ func decodeFields(raw json.RawMessage, fields []argField) bool {
 			}
 			return true
 		}
-	})
+	}) && seen&need == need
 }
 
 // errText renders a backend error for the model.
@@ -261,7 +300,7 @@ func (m *Filesystem) ls(ctx context.Context, raw json.RawMessage) (tool.Result, 
 	var a struct {
 		Path string `json:"path"`
 	}
-	if r := decode(ToolLs, raw, &a, strArg("path", &a.Path)); r != nil {
+	if r := decode(ToolLs, raw, &a, needArg("path", &a.Path)); r != nil {
 		return *r, nil
 	}
 	p, r := m.allowedPath(a.Path, OpRead)
@@ -285,7 +324,7 @@ func (m *Filesystem) readFile(ctx context.Context, raw json.RawMessage) (tool.Re
 		Offset   int    `json:"offset"`
 		Limit    *int   `json:"limit"`
 	}{}
-	if r := decode(ToolReadFile, raw, &a, strArg("file_path", &a.FilePath), intArg("offset", &a.Offset), optArg("limit", &a.Limit)); r != nil {
+	if r := decode(ToolReadFile, raw, &a, needArg("file_path", &a.FilePath), intArg("offset", &a.Offset), optArg("limit", &a.Limit)); r != nil {
 		return *r, nil
 	}
 	limit := defaultReadFileLimit
@@ -383,7 +422,7 @@ func (m *Filesystem) writeFile(ctx context.Context, raw json.RawMessage) (tool.R
 		FilePath string `json:"file_path"`
 		Content  string `json:"content"`
 	}
-	if r := decode(ToolWriteFile, raw, &a, strArg("file_path", &a.FilePath), strArg("content", &a.Content)); r != nil {
+	if r := decode(ToolWriteFile, raw, &a, needArg("file_path", &a.FilePath), needArg("content", &a.Content)); r != nil {
 		return *r, nil
 	}
 	p, r := m.allowedPath(a.FilePath, OpWrite)
@@ -403,7 +442,7 @@ func (m *Filesystem) editFile(ctx context.Context, raw json.RawMessage) (tool.Re
 		NewString  string `json:"new_string"`
 		ReplaceAll bool   `json:"replace_all"`
 	}
-	if r := decode(ToolEditFile, raw, &a, strArg("file_path", &a.FilePath), strArg("old_string", &a.OldString), strArg("new_string", &a.NewString), boolArg("replace_all", &a.ReplaceAll)); r != nil {
+	if r := decode(ToolEditFile, raw, &a, needArg("file_path", &a.FilePath), needArg("old_string", &a.OldString), needArg("new_string", &a.NewString), boolArg("replace_all", &a.ReplaceAll)); r != nil {
 		return *r, nil
 	}
 	p, r := m.allowedPath(a.FilePath, OpWrite)
@@ -421,7 +460,7 @@ func (m *Filesystem) deleteFile(ctx context.Context, raw json.RawMessage) (tool.
 	var a struct {
 		FilePath string `json:"file_path"`
 	}
-	if r := decode(ToolDelete, raw, &a, strArg("file_path", &a.FilePath)); r != nil {
+	if r := decode(ToolDelete, raw, &a, needArg("file_path", &a.FilePath)); r != nil {
 		return *r, nil
 	}
 	p, err := backend.ValidatePath(a.FilePath)
