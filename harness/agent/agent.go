@@ -899,11 +899,7 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		return ex.interrupted(ctx, nil, done, ints...)
 	}
 	if ex.r.emitter == nil {
-		resps := make([]*ToolResponse, len(outs))
-		for i, o := range outs {
-			resps[i] = o.resp
-		}
-		if u := joinResults(resps); u != nil {
+		if u := joinResults(len(outs), func(i int) *ToolResponse { return outs[i].resp }); u != nil {
 			st, err := ex.apply(u)
 			if err != nil {
 				return nil, fmt.Errorf("agent: tools: %w", err)
@@ -946,10 +942,11 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 // per call. It joins results whose updates change files only and whose
 // messages have no id (so each appends); a later call's file wins, as it
 // would applied after.
-func joinResults(resps []*ToolResponse) *Update {
+func joinResults(n int, resp func(i int) *ToolResponse) *Update {
 	var files map[string]*FileData
 	shared := false // files is a response's own map
-	for _, r := range resps {
+	for i := range n {
+		r := resp(i)
 		if r.Message.ID != "" {
 			return nil
 		}
@@ -972,9 +969,9 @@ func joinResults(resps []*ToolResponse) *Update {
 			maps.Copy(files, u.Files)
 		}
 	}
-	msgs := make([]llm.Message, len(resps))
-	for i, r := range resps {
-		msgs[i] = r.Message
+	msgs := make([]llm.Message, n)
+	for i := range msgs {
+		msgs[i] = resp(i).Message
 	}
 	return &Update{Messages: msgs, Files: files}
 }

@@ -3,6 +3,7 @@ package backend
 import (
 	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -12,7 +13,23 @@ const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 // FormatTime renders t the way backends stamp FileData and FileInfo, so
 // that other stamps an agent sees read the same.
-func FormatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+func FormatTime(t time.Time) string {
+	lastStamp.mu.Lock()
+	defer lastStamp.mu.Unlock()
+	if lastStamp.text == "" || !lastStamp.t.Equal(t) {
+		lastStamp.t, lastStamp.text = t, t.UTC().Format(timeFormat)
+	}
+	return lastStamp.text
+}
+
+// lastStamp is the last time FormatTime rendered, and how: a run on a
+// fixed clock (a replay, a test) stamps every write with the same time, and
+// formatting it was a tenth of writing a small file.
+var lastStamp struct {
+	mu   sync.Mutex
+	t    time.Time
+	text string
+}
 
 // sliceRead cuts the window [offset, offset+limit) out of a text file, the
 // way every backend's Read does. Lines end at "\n", "\r\n" or "\r"; the
@@ -87,7 +104,12 @@ func sliceLF(res ReadResult, content string, offset, limit int) (ReadResult, err
 		}
 		end += i + 1
 	}
-	res.File.Content = strings.Clone(content[start:end])
+	res.File.Content = content
+	if start > 0 || end < len(content) {
+		// A window of a larger file is copied so that it does not keep
+		// the whole file alive; the whole file is shared as it is.
+		res.File.Content = strings.Clone(content[start:end])
+	}
 	res.StartLine = offset + 1
 	res.EndLine = offset + n
 	res.TotalLines = total

@@ -4,6 +4,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzPlainPathAgreesWithTheChecks holds ValidatePath's fast path to the
@@ -32,6 +33,27 @@ func TestPlainPath(t *testing.T) {
 	for p, want := range map[string]bool{"/": true, "/notes/1.md": true, "/a/.b/c..d": true, "/a/": false, "//a": false, "/a/./b": false, "/a/..": false, "a/b": false, "/a b": false, "": false} {
 		if got := plainPath(p); got != want {
 			t.Errorf("plainPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// TestFormatTimeKeepsNoStaleStamp checks that the kept stamp is only
+// reused for the same instant, in whatever location it comes.
+func TestFormatTimeKeepsNoStaleStamp(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	east := time.FixedZone("east", 3600)
+	for _, tc := range []struct {
+		t    time.Time
+		want string
+	}{
+		{t0, "2026-01-02T03:04:05.000006Z"},
+		{t0.In(east), "2026-01-02T03:04:05.000006Z"},
+		{t0.Add(time.Microsecond), "2026-01-02T03:04:05.000007Z"},
+		{t0, "2026-01-02T03:04:05.000006Z"},
+		{time.Time{}, "0001-01-01T00:00:00.000000Z"},
+	} {
+		if got := FormatTime(tc.t); got != tc.want {
+			t.Errorf("FormatTime(%v) = %s, want %s", tc.t, got, tc.want)
 		}
 	}
 }

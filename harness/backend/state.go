@@ -130,51 +130,60 @@ func (s *StateStage) record(_ context.Context, u map[string]*FileData) error {
 
 func stateTableFrom(ctx context.Context) (fileTable, error) {
 	if st, ok := ctx.Value(stageKey{}).(*StateStage); ok && st != nil {
-		return &stateTable{files: st.view(), stage: st}, nil
+		return &stagedTable{stateTable: st.view(), stage: st}, nil
 	}
 	s := agent.ToolState(ctx)
 	if s == nil {
 		return nil, ErrStateOutsideRun
 	}
-	return &stateTable{files: s.Files}, nil
+	return stateTable(s.Files), nil
 }
 
-// stateTable is one operation's view of the state's files.
-type stateTable struct {
-	files map[string]FileData
-	// stage receives the writes; without one they go to the running tool
-	// call (agent.UpdateState).
+// stateTable is one operation's view of the state's files, whose writes go
+// to the running tool call (agent.UpdateState). It is a bare map, so that
+// making it a fileTable allocates nothing.
+type stateTable map[string]FileData
+
+// stagedTable is a stateTable whose writes go to a StateStage.
+type stagedTable struct {
+	stateTable
 	stage *StateStage
 }
 
-func (t *stateTable) write(ctx context.Context, u map[string]*FileData) error {
-	if t.stage != nil {
-		return t.stage.record(ctx, u)
-	}
-	return agent.UpdateState(ctx, &agent.Update{Files: u})
-}
-
-func (t *stateTable) get(_ context.Context, p string) (FileData, bool, error) {
-	fd, ok := t.files[p]
+func (t stateTable) get(_ context.Context, p string) (FileData, bool, error) {
+	fd, ok := t[p]
 	return fd, ok, nil
 }
 
-func (t *stateTable) put(ctx context.Context, p string, fd FileData) error {
-	return t.write(ctx, map[string]*FileData{p: &fd})
+func (t stateTable) put(ctx context.Context, p string, fd FileData) error {
+	return agent.UpdateState(ctx, &agent.Update{Files: map[string]*FileData{p: &fd}})
 }
 
-func (t *stateTable) remove(ctx context.Context, paths []string) error {
+func (t stateTable) remove(ctx context.Context, paths []string) error {
+	return agent.UpdateState(ctx, &agent.Update{Files: removals(paths)})
+}
+
+func (t *stagedTable) put(ctx context.Context, p string, fd FileData) error {
+	return t.stage.record(ctx, map[string]*FileData{p: &fd})
+}
+
+func (t *stagedTable) remove(ctx context.Context, paths []string) error {
+	return t.stage.record(ctx, removals(paths))
+}
+
+// removals is the file update that deletes paths.
+func removals(paths []string) map[string]*FileData {
 	u := make(map[string]*FileData, len(paths))
 	for _, p := range paths {
 		u[p] = nil
 	}
-	return t.write(ctx, u)
+	return u
 }
 
-func (t *stateTable) list(_ context.Context, dir string) ([]kvFile, error) {
+func (t stateTable) list(_ context.Context, dir string) ([]kvFile, error) {
 	prefix := dirPrefix(dir)
 	var out []kvFile
-	for p, fd := range t.files {
+	for p, fd := range t {
 		if strings.HasPrefix(p, prefix) && p != dir {
 			out = append(out, kvFile{Path: p, Data: fd})
 		}
@@ -183,9 +192,9 @@ func (t *stateTable) list(_ context.Context, dir string) ([]kvFile, error) {
 	return out, nil
 }
 
-func (t *stateTable) hasChildren(_ context.Context, dir string) (bool, error) {
+func (t stateTable) hasChildren(_ context.Context, dir string) (bool, error) {
 	prefix := dirPrefix(dir)
-	for p := range t.files {
+	for p := range t {
 		if strings.HasPrefix(p, prefix) && p != dir {
 			return true, nil
 		}
