@@ -57,3 +57,15 @@ func TestFormatTimeKeepsNoStaleStamp(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStrictlyBelow holds strictlyBelow to the expression it replaces.
+func FuzzStrictlyBelow(f *testing.F) {
+	for _, s := range [][2]string{{"/a/b", "/a"}, {"/a", "/a"}, {"/ab", "/a"}, {"/a", "/"}, {"/", "/"}, {"a", "/"}, {"/a/", "/a"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, p, dir string) {
+		if got, want := strictlyBelow(p, dir), strings.HasPrefix(p, dirPrefix(dir)) && p != dir; got != want {
+			t.Fatalf("strictlyBelow(%q, %q) = %v, want %v", p, dir, got, want)
+		}
+	})
+}

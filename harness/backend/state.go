@@ -193,11 +193,20 @@ func (t stateTable) list(_ context.Context, dir string) ([]kvFile, error) {
 }
 
 func (t stateTable) hasChildren(_ context.Context, dir string) (bool, error) {
-	prefix := dirPrefix(dir)
 	for p := range t {
-		if strings.HasPrefix(p, prefix) && p != dir {
+		if strictlyBelow(p, dir) {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// strictlyBelow reports whether p lies below dir, as
+// strings.HasPrefix(p, dirPrefix(dir)) && p != dir does, without building
+// the prefix: every write asks it of every file.
+func strictlyBelow(p, dir string) bool {
+	if dir == "/" {
+		return p != "/" && strings.HasPrefix(p, "/")
+	}
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }

@@ -176,34 +176,27 @@ func Unquote(lit []byte) (string, bool) {
 		return "", false
 	}
 	s := lit[1 : len(lit)-1]
-	n := 0 // bytes before the first escape or non-ASCII byte
-	for n < len(s) && s[n] != '\\' && s[n] < utf8.RuneSelf {
-		n++
-	}
-	if n == len(s) {
-		return string(s), true
-	}
-	if !utf8.Valid(s[n:]) {
+	if !utf8.Valid(s) {
 		return "", false
 	}
-	if bytes.IndexByte(s[n:], '\\') < 0 {
+	if bytes.IndexByte(s, '\\') < 0 {
 		return string(s), true
 	}
 	out := make([]byte, 0, len(s))
-	out = append(out, s[:n]...)
-	for i := n; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
+	for {
+		// Copy up to the next escape in one go.
+		j := bytes.IndexByte(s, '\\')
+		if j < 0 {
+			out = append(out, s...)
+			break
 		}
-		i++
-		if i >= len(s) {
+		out = append(out, s[:j]...)
+		if j+1 >= len(s) {
 			return "", false
 		}
-		switch s[i] {
+		switch c := s[j+1]; c {
 		case '"', '\\', '/':
-			out = append(out, s[i])
+			out = append(out, c)
 		case 'b':
 			out = append(out, '\b')
 		case 'f':
@@ -217,6 +210,7 @@ func Unquote(lit []byte) (string, bool) {
 		default: // \u, or not valid at all
 			return "", false
 		}
+		s = s[j+2:]
 	}
 	// out is ours alone and never written again: the string can be it.
 	return unsafe.String(unsafe.SliceData(out), len(out)), true
