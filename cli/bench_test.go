@@ -111,9 +111,9 @@ func checkBenchRun(b *testing.B, out string) {
 // live heap; process runs the command as a process of its own (the test
 // binary, as dageval) and reports its peak RSS and CPU time, which on a
 // shared machine say more than the wall time. The output goes to the
-// system's temporary directory: a live run makes its files durable (an
-// fsync per cell file, the journal's group commits), which on a disk costs
-// more than the rest of the run; TMPDIR=/dev/shm leaves that cost out.
+// system's temporary directory: a live run makes its files durable when it
+// ends (one pass over the cell files, see fileutil.SyncFiles), which on a
+// disk costs tens of milliseconds; TMPDIR=/dev/shm leaves that cost out.
 func BenchmarkRunSuiteCLI(b *testing.B) {
 	url := benchkit.StartChild(b, "TestBenchEvalProvider", benchProviderEnv)
 	dir := b.TempDir()

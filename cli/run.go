@@ -53,11 +53,15 @@ and the cell's error says so.
 or spaces, fields case, model, profile, epoch, tag; a bare glob is a case.
 
 Big runs: each cell's result is appended to results.partial.jsonl as it
-finishes (fsync'd when the run calls providers), and run.json records how
-the run was started. --resume DIR continues a run that was interrupted
+finishes, with the size and SHA-256 of its cell file, and run.json records
+how the run was started. --resume DIR continues a run that was interrupted
 (SIGINT, SIGTERM), killed or lost its machine: the cells it has results for
 make no provider call, the cells that were in flight run again, and the
-finished files are those of a run nobody stopped. It takes the suite,
+finished files are those of a run nobody stopped. Nothing is fsynced until
+the run ends (then its files are flushed in one pass, when it calls
+providers), so a machine that crashes can lose cells: a cell whose file is
+missing, truncated or does not match its line, or whose line is torn, runs
+again. It takes the suite,
 filter, epochs, shard and mode from DIR/run.json (give SUITE when the suite
 is elsewhere now). --retry-errors DIR does the same and runs the errored
 cells again too. --shard I/N runs the I-th of N deterministic parts of the

@@ -3,6 +3,8 @@ package evals_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -549,6 +551,108 @@ func TestResumeChecks(t *testing.T) {
 	assert.ErrorContains(t, err, "field suite_digest")
 	_, err = s.Run(t.Context(), evals.Options{OutDir: t.TempDir(), Getenv: env, Resume: true})
 	assert.ErrorContains(t, err, "holds no run that can be resumed")
+}
+
+// TestResumeChecksCellFiles: each journal line records the size and
+// SHA-256 of its cell's file, since nothing is fsynced while a run goes
+// on. Resuming a run whose machine crashed runs again the cells whose file
+// is missing, truncated or changed and those whose line is torn or
+// garbled — even when results.jsonl still names one of them — and keeps
+// the others without a provider call; the finished run is that of a run
+// nobody stopped, and its results.jsonl has no cell_file members.
+func TestResumeChecksCellFiles(t *testing.T) {
+	path := writeSuite(t, map[string]string{"suite.yaml": cellsSuite(6, "")})
+	s, err := evals.Load(path)
+	require.NoError(t, err)
+
+	// The state of a run that lost its machine while its twelfth (last)
+	// cell ran, one cell at a time.
+	out, snap := t.TempDir(), filepath.Join(t.TempDir(), "crashed")
+	m := newCellsModel()
+	m.killAt = 11*callsPerCell + 1
+	m.kill = func() { require.NoError(t, os.CopyFS(snap, os.DirFS(out))) }
+	srv := llmserver.NewServer(m)
+	_, err = s.Run(t.Context(), evals.Options{OutDir: out, Getenv: urlEnv(srv.URL), Concurrency: 1})
+	srv.Close()
+	require.NoError(t, err)
+
+	type line struct {
+		evals.CellKey
+		ID       string `json:"id"`
+		CellFile struct {
+			Bytes  int64  `json:"bytes"`
+			SHA256 string `json:"sha256"`
+		} `json:"cell_file"`
+		raw string
+	}
+	var lines []line
+	byCell := map[string]*line{}
+	for _, l := range strings.SplitAfter(string(readFile(t, filepath.Join(snap, evals.PartialResultsFile))), "\n") {
+		if l == "" {
+			continue
+		}
+		var ln line
+		require.NoError(t, json.Unmarshal([]byte(l), &ln))
+		ln.raw = l
+		lines = append(lines, ln)
+	}
+	require.Len(t, lines, 11)
+	for i := range lines {
+		l := &lines[i]
+		byCell[strings.TrimPrefix(l.Model, "local:")+"|"+l.Case] = l
+		data := readFile(t, filepath.Join(snap, evals.CellsDir, l.ID+".json"))
+		sum := sha256.Sum256(data)
+		assert.Equal(t, int64(len(data)), l.CellFile.Bytes, l.ID)
+		assert.Equal(t, hex.EncodeToString(sum[:]), l.CellFile.SHA256, l.ID)
+	}
+	cellFile := func(cell string) string { return filepath.Join(snap, evals.CellsDir, byCell[cell].ID+".json") }
+
+	// m1|c00: one byte changed, the file still JSON of the same size.
+	data := readFile(t, cellFile("m1|c00"))
+	k := bytes.Index(data, []byte("The answer"))
+	require.GreaterOrEqual(t, k, 0)
+	data[k] = 't'
+	require.NoError(t, os.WriteFile(cellFile("m1|c00"), data, 0o644))
+	// m2|c00: truncated; m1|c01: missing.
+	require.NoError(t, os.Truncate(cellFile("m2|c00"), byCell["m2|c00"].CellFile.Bytes/2))
+	require.NoError(t, os.Remove(cellFile("m1|c01")))
+	// m2|c01: its line torn, the last; m1|c02: its line zeroes.
+	var journal strings.Builder
+	for _, l := range lines {
+		switch cell := strings.TrimPrefix(l.Model, "local:") + "|" + l.Case; cell {
+		case "m2|c01":
+		case "m1|c02":
+			journal.WriteString(strings.Repeat("\x00", len(l.raw)-1) + "\n")
+		default:
+			journal.WriteString(l.raw)
+		}
+	}
+	torn := byCell["m2|c01"].raw
+	journal.WriteString(torn[:len(torn)/2])
+	require.NoError(t, os.WriteFile(filepath.Join(snap, evals.PartialResultsFile), []byte(journal.String()), 0o644))
+	// results.jsonl of a run interrupted after the crash still names m1|c00.
+	a := byCell["m1|c00"].raw
+	require.NoError(t, os.WriteFile(filepath.Join(snap, evals.ResultsFile), []byte(a[:strings.LastIndex(a, `,"cell_file":`)]+"}\n"), 0o644))
+
+	m = newCellsModel()
+	srv = llmserver.NewServer(m)
+	defer srv.Close()
+	var progress bytes.Buffer
+	_, err = s.Run(t.Context(), evals.Options{OutDir: snap, Getenv: urlEnv(srv.URL), Resume: true, Progress: &progress})
+	require.NoError(t, err)
+	counts, _ := m.snapshot()
+	want := map[string]int{}
+	for _, cell := range []string{"m1|c00", "m2|c00", "m1|c01", "m2|c01", "m1|c02", "m2|c05"} {
+		want[cell] = callsPerCell
+	}
+	assert.Equal(t, want, counts, "only the damaged cells and the one in flight ran again")
+	assert.Contains(t, progress.String(), "resuming: 6 of 12 cells finished earlier; running 6 (3 whose cell files were missing or damaged) (1 garbled lines in the journal)")
+	assert.NotContains(t, string(readFile(t, filepath.Join(snap, evals.ResultsFile))), "cell_file")
+
+	ref := t.TempDir()
+	_, err = s.Run(t.Context(), evals.Options{OutDir: ref, Getenv: urlEnv(srv.URL)})
+	require.NoError(t, err)
+	sameRun(t, ref, snap)
 }
 
 // throttler answers 429 with Retry-After: 2 to every request that arrives

@@ -3,119 +3,60 @@ package evals
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
-
-	"github.com/dageval/dageval/internal/fileutil"
 )
 
 // journal is a run's results.partial.jsonl: one line per finished cell,
-// appended as cells finish, each line durable before its cell counts as
-// finished when the journal is durable. It remembers where each cell's
-// line is, so that results.jsonl can be written in matrix order at the end
-// by reading the lines back instead of keeping the results in memory.
+// appended as cells finish. It remembers where each cell's line is, so
+// that results.jsonl can be written in matrix order at the end by reading
+// the lines back instead of keeping the results in memory.
 //
-// Durable journals fsync with group commit: a cell's worker appends its
-// line and waits for an fsync that started after the write; one fsync
-// covers every line appended before it began, so many cells finishing
-// together share one instead of queueing for their own.
+// Nothing is fsynced while the run goes on: each line ends in the size and
+// SHA-256 of its cell's file (cellFileSum), and resuming keeps a line only
+// when the file matches it, so a line that reached the disk without its
+// file (a machine that crashed) makes its cell run again rather than
+// count with a file that is missing or torn. The end of a run makes its
+// files durable in one pass (outDir.writeResults).
 type journal struct {
-	f       *os.File
-	path    string // where f is now: a resumed journal is renamed into place
-	durable bool
-	// syncDirs are fsynced with the journal, so that the cell files whose
-	// lines it holds have their directory entries on disk too.
-	syncDirs []string
+	f    *os.File
+	path string // where f is now: a resumed journal is renamed into place
 
 	mu   sync.Mutex
 	size int64
-	seq  uint64  // lines appended
 	off  []int64 // by cell index; -1 when the cell has no line
 	n    []int32
-
-	smu     sync.Mutex
-	cond    *sync.Cond
-	synced  uint64 // lines known to be on disk
-	syncing bool
-	syncErr error
 }
 
 // newJournal starts an empty journal at path for a matrix of n cells.
-func newJournal(path string, n int, durable bool, syncDirs ...string) (*journal, error) {
+func newJournal(path string, n int) (*journal, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{f: f, path: path, durable: durable, syncDirs: syncDirs, off: make([]int64, n), n: make([]int32, n)}
+	j := &journal{f: f, path: path, off: make([]int64, n), n: make([]int32, n)}
 	for i := range j.off {
 		j.off[i] = -1
 	}
-	j.cond = sync.NewCond(&j.smu)
 	return j, nil
 }
 
-// add appends cell i's line (ending in a newline) without waiting for it
-// to reach the disk.
-func (j *journal) add(i int, line []byte) (uint64, error) {
+// add appends cell i's line (ending in a newline).
+func (j *journal) add(i int, line []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if _, err := j.f.Write(line); err != nil {
-		return 0, fmt.Errorf("writing %s: %w", j.path, err)
+		return fmt.Errorf("writing %s: %w", j.path, err)
 	}
 	j.off[i], j.n[i] = j.size, int32(len(line))
 	j.size += int64(len(line))
-	j.seq++
-	return j.seq, nil
-}
-
-// append appends cell i's line and, when the journal is durable, returns
-// once it is on disk.
-func (j *journal) append(i int, line []byte) error {
-	seq, err := j.add(i, line)
-	if err != nil || !j.durable {
-		return err
-	}
-	return j.syncTo(seq)
-}
-
-// syncTo waits until the first seq lines are on disk, leading an fsync
-// when none that would cover them is under way.
-func (j *journal) syncTo(seq uint64) error {
-	j.smu.Lock()
-	defer j.smu.Unlock()
-	for j.synced < seq && j.syncErr == nil {
-		if j.syncing {
-			j.cond.Wait()
-			continue
-		}
-		j.syncing = true
-		j.mu.Lock()
-		target := j.seq
-		j.mu.Unlock()
-		j.smu.Unlock()
-		err := j.syncNow()
-		j.smu.Lock()
-		j.syncing = false
-		if err != nil {
-			j.syncErr = fmt.Errorf("syncing %s: %w", j.path, err)
-		} else {
-			j.synced = target
-		}
-		j.cond.Broadcast()
-	}
-	return j.syncErr
-}
-
-func (j *journal) syncNow() error {
-	for _, d := range j.syncDirs {
-		if err := fileutil.SyncDir(d); err != nil {
-			return err
-		}
-	}
-	return j.f.Sync()
+	return nil
 }
 
 // has reports whether cell i has a line.
@@ -144,6 +85,62 @@ func (j *journal) line(i int, buf []byte) ([]byte, error) {
 }
 
 func (j *journal) close() error { return j.f.Close() }
+
+// cellFileSum is what a journal line records of its cell's file, to tell
+// the file the line was written with from one that is missing, torn or
+// another run's.
+type cellFileSum struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// cellFileKey is the member a journal line adds to its cell's result
+// line, last, so that results.jsonl gets the result line by cutting it off.
+const cellFileKey = `,"cell_file":{`
+
+// sumOf is the cellFileSum of a cell file's bytes.
+func sumOf(data []byte) cellFileSum {
+	h := sha256.Sum256(data)
+	return cellFileSum{Bytes: int64(len(data)), SHA256: hex.EncodeToString(h[:])}
+}
+
+// appendJournalLine appends the journal line of a cell to dst: its result
+// line (compact JSON ending in "}\n") with the cell file's sum as the last
+// member.
+func appendJournalLine(dst, result []byte, sum cellFileSum) []byte {
+	body := bytes.TrimSuffix(result, []byte("}\n"))
+	dst = append(dst, body...)
+	if len(body) > 1 {
+		dst = append(dst, cellFileKey...)
+	} else {
+		dst = append(dst, cellFileKey[1:]...)
+	}
+	dst = append(dst, `"bytes":`...)
+	dst = strconv.AppendInt(dst, sum.Bytes, 10)
+	dst = append(dst, `,"sha256":"`...)
+	dst = append(dst, sum.SHA256...)
+	return append(dst, "\"}}\n"...)
+}
+
+// resultLine is the result line within a journal line: the line without
+// its cell_file member, as results.jsonl holds it, made in line's own
+// bytes. A line without one (of results.jsonl, or of a journal dageval
+// wrote before lines had them) is its own result line. The member is found
+// from the end: JSON escapes every quote inside a string, so cellFileKey
+// cannot occur in a value.
+func resultLine(line []byte) []byte {
+	if !bytes.HasSuffix(line, []byte("}}\n")) {
+		return line
+	}
+	k := bytes.LastIndex(line, []byte(cellFileKey))
+	if k < 0 {
+		if len(line) > 0 && bytes.HasPrefix(line[1:], []byte(cellFileKey[1:])) {
+			return append(line[:1], "}\n"...)
+		}
+		return line
+	}
+	return append(line[:k], "}\n"...)
+}
 
 // scanLines calls fn with each complete line of path: its number (from
 // 1), its offset, and its bytes with the newline. A last line without a

@@ -125,10 +125,14 @@ func (s *Suite) Merge(out string, shardDirs []string, o MergeOptions) (*RunResul
 			}
 			sh.files = append(sh.files, f)
 			err = scanLines(path, func(n int, off int64, b []byte) error {
-				var key CellKey
-				if err := json.Unmarshal(b, &key); err != nil {
+				var line struct {
+					CellKey
+					CellFile *cellFileSum `json:"cell_file"`
+				}
+				if err := json.Unmarshal(b, &line); err != nil {
 					return fmt.Errorf("%s:%d: %w", path, n, err)
 				}
+				key := line.CellKey
 				i, ok := index[key]
 				if !ok {
 					return fmt.Errorf("%s:%d: cell %s is not in the matrix of %s", path, n, cellName(key), s.Path)
@@ -140,8 +144,14 @@ func (s *Suite) Merge(out string, shardDirs []string, o MergeOptions) (*RunResul
 					other := shards[prev.shard]
 					return fmt.Errorf("%s:%d: cell %s is also in %s:%d: the shards overlap; merge each shard of one run once", path, n, cellName(key), filepath.Join(other.dir, mergeFileName(other, prev.file)), prev.line)
 				}
-				if _, err := os.Stat(filepath.Join(sh.dir, CellsDir, cells[i].ID+".json")); err != nil {
+				cellFile := filepath.Join(sh.dir, CellsDir, cells[i].ID+".json")
+				if _, err := os.Stat(cellFile); err != nil {
 					return fmt.Errorf("%s:%d: cell %s has no cell file: %w", path, n, cellName(key), err)
+				}
+				if line.CellFile != nil {
+					if _, ok := checkCellFile(cellFile, line.CellFile); !ok {
+						return fmt.Errorf("%s:%d: cell %s: %s is not the file the line was written with (its machine crashed before it reached the disk?); resume the shard with dageval run --resume %s", path, n, cellName(key), cellFile, sh.dir)
+					}
 				}
 				where[i] = mergeCell{shard: int32(k), file: int32(fi), n: int32(len(b)), off: off, line: n}
 				found++
@@ -189,7 +199,7 @@ func (s *Suite) Merge(out string, shardDirs []string, o MergeOptions) (*RunResul
 			return nil, fmt.Errorf("%s:%d: %w", sh.files[at.file].Name(), at.line, err)
 		}
 		t.add(i, r)
-		w.Write(buf)
+		w.Write(resultLine(buf))
 		name := c.ID + ".json"
 		keep[name] = true
 		if err := copyFile(filepath.Join(sh.dir, CellsDir, name), filepath.Join(out, CellsDir, name)); err != nil {

@@ -58,7 +58,11 @@ type Options struct {
 	// machine was lost — instead of starting over: the cells it has
 	// results for keep them and make no provider call, the cells that
 	// were in flight run again from the start, and the finished files are
-	// those of a run that was never stopped (apart from durations). Filter,
+	// those of a run that was never stopped (apart from durations). A
+	// result counts only when its cell file matches the size and SHA-256
+	// its journal line records: a run fsyncs nothing until it ends, so a
+	// machine that crashed may have lost or torn files, and their cells
+	// run again. Filter,
 	// Epochs and Shard must be those the run was started with (its
 	// run.json, see ReadManifest), and the suite must ask the same.
 	Resume bool

@@ -13,12 +13,13 @@ import (
 )
 
 // PartialResultsFile is the run's journal: each cell's result line is
-// appended the moment the cell finishes, in completion order (durably,
-// with an fsync, when the run calls providers: see Options.Resume), so a
-// long run can be followed, and a run that is killed or loses its machine
-// can be resumed without repeating a finished cell. When the run ends,
-// results.jsonl is written in matrix order (so two runs give the same
-// file) and this file is removed.
+// appended the moment the cell finishes, in completion order, with the
+// size and SHA-256 of the cell's file as its last member ("cell_file"), so
+// a long run can be followed, and a run that is killed or loses its
+// machine can be resumed without repeating a finished cell whose file is
+// intact (see Options.Resume). When the run ends, results.jsonl is written
+// in matrix order (so two runs give the same file), without the cell_file
+// members, and this file is removed.
 const PartialResultsFile = "results.partial.jsonl"
 
 // SummaryMarkdownFile is the markdown summary `dageval run` writes beside summary.json.
@@ -27,11 +28,13 @@ const SummaryMarkdownFile = "summary.md"
 // outDir writes a run's files.
 type outDir struct {
 	dir string
-	// durable runs fsync each cell's files before the cell counts as
-	// finished: runs that call providers, whose cells cost time and money
-	// to run again. A replayed cell costs nothing to run again, so a replay
-	// leaves the flushing to the system: its files still survive the
-	// process being killed, only not the machine crashing.
+	// durable runs make their files durable when they end, before
+	// results.jsonl and summary.json: runs that call providers, whose
+	// cells cost time and money to run again. A replayed cell costs
+	// nothing to run again, so a replay leaves the flushing to the system.
+	// While a run goes on nothing is fsynced: its files survive the
+	// process being killed, and a machine that crashes costs the cells
+	// whose files it lost, which resuming finds by their journal lines.
 	durable bool
 	j       *journal
 }
@@ -46,7 +49,7 @@ func openOutDir(dir string, n int, durable bool) (*outDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.j, err = newJournal(filepath.Join(dir, PartialResultsFile), n, durable, filepath.Join(dir, CellsDir)); err != nil {
+	if o.j, err = newJournal(filepath.Join(dir, PartialResultsFile), n); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
 	return o, nil
@@ -93,6 +96,7 @@ func encodeJSON(v any, indent bool) ([]byte, error) {
 type cellEncoder struct {
 	buf             bytes.Buffer
 	compact, indent *json.Encoder
+	line            []byte
 }
 
 var cellEncoders = sync.Pool{New: func() any {
@@ -114,7 +118,7 @@ const maxPooledEncoding = 1 << 20
 func withJSON(v any, indent bool, use func([]byte) error) error {
 	e := cellEncoders.Get().(*cellEncoder)
 	defer func() {
-		if e.buf.Cap() <= maxPooledEncoding {
+		if e.buf.Cap() <= maxPooledEncoding && cap(e.line) <= maxPooledEncoding {
 			cellEncoders.Put(e)
 		}
 	}()
@@ -129,57 +133,63 @@ func withJSON(v any, indent bool, use func([]byte) error) error {
 	return use(e.buf.Bytes())
 }
 
-// detail writes a finished cell's detail file. Workers call it
-// concurrently, each for its own cell.
-func (o *outDir) detail(d *CellDetail) error {
-	return withJSON(d, true, func(data []byte) error {
-		return writeCellFile(filepath.Join(o.dir, CellsDir), d.Result.ID+".json", data, o.durable)
+// cell writes a finished cell's detail file, then appends its result
+// line to the journal with the file's sum: a cell whose line is there has
+// had its file written, and resuming tells whether it is still there
+// whole. Workers call it concurrently, each for its own cell.
+func (o *outDir) cell(i int, d *CellDetail, res *CellResult) error {
+	var sum cellFileSum
+	err := withJSON(d, true, func(data []byte) error {
+		sum = sumOf(data)
+		// In place, over the previous run's file of the cell if there is
+		// one, which on some file systems costs a fraction of creating a
+		// new one; a file left half-written is told by its sum.
+		return os.WriteFile(filepath.Join(o.dir, CellsDir, d.Result.ID+".json"), data, 0o644)
 	})
-}
-
-// result appends cell i's result line to the journal, after its detail
-// file: a cell whose line is there has its file too.
-func (o *outDir) result(i int, res *CellResult) error {
-	return withJSON(res, false, func(line []byte) error { return o.j.append(i, line) })
-}
-
-// writeCellFile writes a cell's file in place; durably, it is on disk
-// before the cell's journal line is written. A half-written cell file can
-// only be left by a run that died, and such a run has no summary.json
-// (which is removed when a run starts and written last, atomically): a
-// directory with a summary never holds a half-written file, and resuming
-// rewrites the files of the cells that were in flight. Writing in place
-// reuses the files of the previous run into the same directory, which on
-// some file systems costs a fraction of creating new ones.
-func writeCellFile(dir, name string, data []byte, durable bool) error {
-	path := filepath.Join(dir, name)
-	if !durable {
-		return os.WriteFile(path, data, 0o644)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	e := cellEncoders.Get().(*cellEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledEncoding && cap(e.line) <= maxPooledEncoding {
+			cellEncoders.Put(e)
+		}
+	}()
+	e.buf.Reset()
+	if err := e.compact.Encode(res); err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	e.line = appendJournalLine(e.line[:0], e.buf.Bytes(), sum)
+	return o.j.add(i, e.line)
 }
 
 // pruneCells removes the cell files of cells that have no result line:
-// an earlier run's, and those of cells that were in flight.
+// an earlier run's, and those of cells that were in flight. When the run
+// is durable it then flushes the journal and the files of the cells that
+// have lines, all in one pass, so that the results.jsonl and summary.json
+// written after them never name a file a crash could still take.
 func (o *outDir) pruneCells(cells []Cell) error {
 	keep := make(map[string]bool)
+	var paths []string
+	cellsDir := filepath.Join(o.dir, CellsDir)
 	for i, c := range cells {
 		if o.j.has(i) {
 			keep[c.ID+".json"] = true
+			if o.durable {
+				paths = append(paths, filepath.Join(cellsDir, c.ID+".json"))
+			}
 		}
 	}
-	return pruneExcept(filepath.Join(o.dir, CellsDir), keep)
+	if err := pruneExcept(cellsDir, keep); err != nil {
+		return err
+	}
+	if !o.durable {
+		return nil
+	}
+	if err := fileutil.SyncFiles(append(paths, o.j.path)); err != nil {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	return fileutil.SyncDir(cellsDir)
 }
 
 // writeResults writes results.jsonl: the journal's lines in matrix order,
@@ -209,6 +219,7 @@ func (o *outDir) writeResults(cells []Cell, mem []*CellResult, onlyFinished bool
 			continue
 		}
 		buf = line
+		line = resultLine(line)
 		r := mem[i]
 		if r == nil {
 			r = new(CellResult)

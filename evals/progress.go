@@ -80,7 +80,10 @@ func (p *progress) resumed(r resumed, todo int) {
 		line += fmt.Sprintf(" (%d errored cells again)", r.Retried)
 	}
 	if r.NoDetail > 0 {
-		line += fmt.Sprintf(" (%d whose cell files were lost again)", r.NoDetail)
+		line += fmt.Sprintf(" (%d whose cell files were missing or damaged)", r.NoDetail)
+	}
+	if r.Garbled > 0 {
+		line += fmt.Sprintf(" (%d garbled lines in the journal)", r.Garbled)
 	}
 	p.clear()
 	fmt.Fprintln(p.w, line)

@@ -107,17 +107,20 @@ func (m *Manifest) checkResumable(path string, want *Manifest) error {
 type resumed struct {
 	// Finished counts the cells whose results were kept; Retried the
 	// errored ones dropped to run again (RetryErrors); NoDetail those
-	// whose line survived without the cell file (a machine that crashed),
-	// which run again too.
-	Finished, Retried, NoDetail int
+	// whose line survived without their cell file whole (a machine that
+	// crashed before the file reached the disk), and Garbled the lines
+	// that are not a result at all (the same crash, in the journal),
+	// whose cells run again too.
+	Finished, Retried, NoDetail, Garbled int
 }
 
 // resumeOutDir prepares dir to continue its run: the cells of results
 // (results.partial.jsonl, the journal of a run that was killed, and
-// results.jsonl, that of one that ended, interrupted or not) become the
-// new journal — rewritten whole, without a torn last line, before the
-// summaries are removed, so that a resume that is itself killed loses
-// nothing — and the rest of the cells are left to run.
+// results.jsonl, that of one that ended, interrupted or not) whose cell
+// files are whole become the new journal — rewritten whole, without a
+// torn last line, before the summaries are removed, so that a resume that
+// is itself killed loses nothing — and the rest of the cells are left to
+// run.
 func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir, resumed, error) {
 	var info resumed
 	o := &outDir{dir: dir, durable: durable}
@@ -130,7 +133,7 @@ func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir,
 	}
 	partial := filepath.Join(dir, PartialResultsFile)
 	tmp := partial + ".tmp"
-	j, err := newJournal(tmp, len(cells), durable, filepath.Join(dir, CellsDir))
+	j, err := newJournal(tmp, len(cells))
 	if err != nil {
 		return nil, info, fmt.Errorf("output directory: %w", err)
 	}
@@ -139,14 +142,26 @@ func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir,
 		os.Remove(tmp)
 		return nil, info, err
 	}
+	// dropped holds the cells whose line was refused: a line of the
+	// same cell in results.jsonl (of a run interrupted after it, when the
+	// journal was kept) must not bring the cell back.
+	dropped := make([]bool, len(cells))
+	var line []byte
 	keep := func(path string) func(int, int64, []byte) error {
 		return func(n int, _ int64, b []byte) error {
 			var k struct {
 				CellKey
-				ID     string `json:"id"`
-				Status Status `json:"status"`
+				ID       string       `json:"id"`
+				Status   Status       `json:"status"`
+				CellFile *cellFileSum `json:"cell_file"`
 			}
 			if err := json.Unmarshal(b, &k); err != nil {
+				if !json.Valid(b) {
+					// Not JSON: bytes of a line that never reached the
+					// disk whole, before a crash. Its cell runs again.
+					info.Garbled++
+					return nil
+				}
 				return fmt.Errorf("%s:%d: %w", path, n, err)
 			}
 			i, ok := index[k.CellKey]
@@ -155,17 +170,22 @@ func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir,
 				return fmt.Errorf("%s:%d: cell %s/%s/%s/e%d is not in this run's matrix", path, n, k.Case, k.Model, k.Profile, k.Epoch)
 			case j.has(i):
 				return nil // in both files: the run was killed while it finished
+			case dropped[i]:
+				return nil
 			case retryErrors && k.Status == StatusError:
 				info.Retried++
+				dropped[i] = true
 				return nil
 			}
-			if _, err := os.Stat(filepath.Join(dir, CellsDir, cells[i].ID+".json")); err != nil {
+			sum, ok := checkCellFile(filepath.Join(dir, CellsDir, cells[i].ID+".json"), k.CellFile)
+			if !ok {
 				info.NoDetail++
+				dropped[i] = true
 				return nil
 			}
 			info.Finished++
-			_, err := j.add(i, b)
-			return err
+			line = appendJournalLine(line[:0], resultLine(b), sum)
+			return j.add(i, line)
 		}
 	}
 	for _, name := range []string{PartialResultsFile, ResultsFile} {
@@ -190,4 +210,28 @@ func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir,
 	}
 	o.j = j
 	return o, info, nil
+}
+
+// checkCellFile tells whether the cell file at path is the one its line
+// was written with, and returns its sum for the new journal's line. A line
+// with a sum needs a file of that size and SHA-256. A line without one is
+// of results.jsonl, written after the run's files were made durable (or of
+// a journal dageval wrote when it fsynced each cell file): its file must
+// be there and be JSON, which a torn or zeroed file is not.
+func checkCellFile(path string, want *cellFileSum) (cellFileSum, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cellFileSum{}, false
+	}
+	if want != nil {
+		if int64(len(data)) != want.Bytes {
+			return cellFileSum{}, false
+		}
+		got := sumOf(data)
+		return got, got == *want
+	}
+	if !json.Valid(data) {
+		return cellFileSum{}, false
+	}
+	return sumOf(data), true
 }

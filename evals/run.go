@@ -260,7 +260,7 @@ func (s *Suite) start(ctx context.Context, o Options) (*session, error) {
 // first write error is returned and ends all writing, so that the output
 // directory never gets a summary over cell files that are missing. A cell
 // counts as finished (and is reported) only once its line is in the
-// journal, on disk when the run is durable.
+// journal.
 func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 	ss.mu.Lock()
 	failed := ss.writeErr != nil
@@ -274,9 +274,7 @@ func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 	}
 	var err error
 	if ss.out != nil && !failed {
-		if err = ss.out.detail(d); err == nil {
-			err = ss.out.result(i, &res)
-		}
+		err = ss.out.cell(i, d, &res)
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

@@ -71,3 +71,25 @@ func TestWriteFileAtomicParentIsAFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(parent, nil, 0o644))
 	assert.Error(t, fileutil.WriteFileAtomic(filepath.Join(parent, "x.json"), []byte("x")))
 }
+
+// SyncFiles flushes every file it is given and names a file it cannot
+// open; the files' content is left as it was.
+func TestSyncFiles(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for i := range 20 {
+		p := filepath.Join(dir, "f"+string(rune('a'+i)))
+		require.NoError(t, os.WriteFile(p, []byte{byte(i)}, 0o644))
+		paths = append(paths, p)
+	}
+	require.NoError(t, fileutil.SyncFiles(paths))
+	require.NoError(t, fileutil.SyncFiles(nil))
+	for i, p := range paths {
+		got, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, []byte{byte(i)}, got)
+	}
+	missing := filepath.Join(dir, "missing")
+	err := fileutil.SyncFiles(append(paths, missing))
+	assert.ErrorContains(t, err, missing)
+}
