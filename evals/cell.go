@@ -182,7 +182,7 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 		}
 	}()
 
-	given := describeGiven(ctx, built)
+	given := r.given(ctx, cell, built)
 
 	history := cell.CaseDef.History
 	msgs := append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(cell.CaseDef.Input))
@@ -754,6 +754,48 @@ func partialTranscript(input string, events []agent.Event) []llm.Message {
 		}
 	}
 	return msgs
+}
+
+// givenKey is what the description of a cell's agent depends on when the
+// case brings nothing of its own (see runner.given): the cells of one
+// model × profile are given the same.
+type givenKey struct {
+	model   string
+	profile *Profile
+	rubric  bool
+	stream  bool
+}
+
+// given is describeGiven for a cell, described once for all cells whose
+// agent is the suite's agent file with the same model, profile and grader
+// and whose case adds no agent, files or tool behaviours: describing
+// assembles the agent's request again, a tenth of what a short cell cost.
+// Each cell gets a copy of its own, so that nothing a caller changes in
+// one cell's detail shows in another's.
+func (r *runner) given(ctx context.Context, cell Cell, built *builtAgent) *AgentGiven {
+	c := cell.CaseDef
+	if r.s.Agent.Spec == nil || c.Agent != nil || len(c.Files) > 0 || len(c.Tools) > 0 || len(r.s.Graphs) > 0 || built.seeds != nil {
+		return describeGiven(ctx, built)
+	}
+	key := givenKey{model: cell.Model, profile: cell.ProfileDef, rubric: c.Rubric != nil, stream: cell.Stream}
+	r.givenMu.Lock()
+	g, ok := r.givens[key]
+	r.givenMu.Unlock()
+	if !ok {
+		g = describeGiven(ctx, built)
+		r.givenMu.Lock()
+		if r.givens == nil {
+			r.givens = map[givenKey]*AgentGiven{}
+		}
+		r.givens[key] = g
+		r.givenMu.Unlock()
+	}
+	if g == nil {
+		return nil
+	}
+	cp := *g
+	cp.Tools, cp.Middleware = slices.Clone(g.Tools), slices.Clone(g.Middleware)
+	return &cp
 }
 
 // describeGiven captures the system prompt and tools the main agent's

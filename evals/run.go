@@ -57,6 +57,9 @@ type runner struct {
 	// and logs, and, through each cell's recorder, cassettes.
 	scrub   *scrub.Scrubber
 	secrets []string
+	// givens are the descriptions of agents that cells share (see given).
+	givenMu sync.Mutex
+	givens  map[givenKey]*AgentGiven
 }
 
 func (s *Suite) newRunner(o Options) (*runner, error) {

@@ -346,7 +346,7 @@ func parseSuite(path string, data []byte, reg *Registry) (*Suite, []error) {
 	if _, ok := doc.Root.(ast.MapNode); !ok {
 		return nil, []error{doc.At(doc.Root, "a suite file is a mapping with version, agent, models, cases, …")}
 	}
-	p := &parser{doc: doc, data: data, reg: reg, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc, reg: reg}, broken: map[string]bool{}}
+	p := &parser{doc: doc, reg: reg, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc, reg: reg}, broken: map[string]bool{}}
 	var raw rawSuite
 	if err := doc.Decode(&raw); err != nil {
 		// Decode key by key, so that one bad key does not hide the others.
@@ -385,7 +385,6 @@ func (p *parser) decodeEach(raw *rawSuite) {
 
 type parser struct {
 	doc  *yamlx.Doc
-	data []byte // the suite file, for its inline agent
 	s    *Suite
 	reg  *Registry
 	// files is reg's agent-file registry, made once.
@@ -576,7 +575,7 @@ func (p *parser) agent(raw node) error {
 			s.Agent.Factory = name
 			return nil
 		}
-		af, err := p.agentFiles().ParseEmbedded(p.s.Path, p.data, "agent")
+		af, err := p.agentFiles().ParseEmbeddedDoc(p.doc, "agent")
 		if err != nil {
 			return err
 		}

@@ -221,6 +221,13 @@ func (r *Registry) ParseEmbedded(path string, data []byte, key string) (*File, e
 	return decode(doc, key, r)
 }
 
+// ParseEmbeddedDoc is ParseEmbedded for a document parsed already, such
+// as the suite file that holds the agent: the file is parsed once, and
+// the agent shares its syntax tree instead of keeping a copy of its own.
+func (r *Registry) ParseEmbeddedDoc(doc *yamlx.Doc, key string) (*File, error) {
+	return decode(doc, key, r)
+}
+
 // MiddlewareDef is middleware an agent file can name, made with
 // NewMiddleware or NewDeferredMiddleware and added to a Registry.
 type MiddlewareDef struct {
