@@ -1,7 +1,9 @@
 package evals
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -113,8 +115,10 @@ type cellRun struct {
 	closeBackend func() error
 	// warnings did not decide the cell (CellResult.Warnings).
 	warnings []string
-	// given is what the main agent's model was given (CellDetail.Agent).
-	given *AgentGiven
+	// given is what the main agent's model was given (CellDetail.Agent),
+	// shared with other cells when shared is not nil.
+	given  *AgentGiven
+	shared *sharedGiven
 }
 
 // limitHit reports whether the run stopped on one of the suite's limits,
@@ -182,7 +186,7 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 		}
 	}()
 
-	given := r.given(ctx, cell, built)
+	given, shared := r.given(ctx, cell, built)
 
 	history := cell.CaseDef.History
 	msgs := append(append(make([]llm.Message, 0, len(history)+1), history...), llm.User(cell.CaseDef.Input))
@@ -281,7 +285,7 @@ func (r *runner) execute(ctx context.Context, cell Cell) (*cellRun, error) {
 	mu.Lock()
 	defer mu.Unlock()
 
-	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known, closeBackend: closeBackend, warnings: warnings, given: given}
+	run := &cellRun{events: events, seeds: built.seeds, costUSD: pricer.usd, costKnown: pricer.known, closeBackend: closeBackend, warnings: warnings, given: given, shared: shared}
 	keep = true
 	if out != nil {
 		run.final = out.State
@@ -698,7 +702,7 @@ func (s *Suite) modelCatalog() *catalog.Catalog {
 // written files of a cell.
 func fillDetail(d *CellDetail, c *Case, run *cellRun) {
 	rec := run.rec
-	d.Agent = run.given
+	d.Agent, d.shared = run.given, run.shared
 	if run.final != nil {
 		d.Messages = run.final.Messages
 	} else {
@@ -771,31 +775,64 @@ type givenKey struct {
 // and whose case adds no agent, files or tool behaviours: describing
 // assembles the agent's request again, a tenth of what a short cell cost.
 // Each cell gets a copy of its own, so that nothing a caller changes in
-// one cell's detail shows in another's.
-func (r *runner) given(ctx context.Context, cell Cell, built *builtAgent) *AgentGiven {
+// one cell's detail shows in another's, and the description it shares.
+func (r *runner) given(ctx context.Context, cell Cell, built *builtAgent) (*AgentGiven, *sharedGiven) {
 	c := cell.CaseDef
 	if r.s.Agent.Spec == nil || c.Agent != nil || len(c.Files) > 0 || len(c.Tools) > 0 || len(r.s.Graphs) > 0 || built.seeds != nil {
-		return describeGiven(ctx, built)
+		return describeGiven(ctx, built), nil
 	}
 	key := givenKey{model: cell.Model, profile: cell.ProfileDef, rubric: c.Rubric != nil, stream: cell.Stream}
 	r.givenMu.Lock()
-	g, ok := r.givens[key]
+	sg, ok := r.givens[key]
 	r.givenMu.Unlock()
 	if !ok {
-		g = describeGiven(ctx, built)
+		sg = r.share(describeGiven(ctx, built))
 		r.givenMu.Lock()
 		if r.givens == nil {
-			r.givens = map[givenKey]*AgentGiven{}
+			r.givens = map[givenKey]*sharedGiven{}
 		}
-		r.givens[key] = g
+		r.givens[key] = sg
 		r.givenMu.Unlock()
 	}
+	if sg == nil {
+		return nil, nil
+	}
+	cp := *sg.g
+	cp.Tools, cp.Middleware = slices.Clone(sg.g.Tools), slices.Clone(sg.g.Middleware)
+	return &cp, sg
+}
+
+// sharedGiven is an agent description cells share: scrubbed once, and
+// encoded once as the last member of a cell file ("agent", see
+// outDir.cell), which is most of the bytes of a short cell's file.
+type sharedGiven struct {
+	g *AgentGiven
+	// member is `,\n  "agent": {…}\n}\n`: what follows the other members
+	// of an indented CellDetail.
+	member []byte
+}
+
+// share scrubs g and encodes it for the cells that share it; nil for nil.
+func (r *runner) share(g *AgentGiven) *sharedGiven {
 	if g == nil {
 		return nil
 	}
-	cp := *g
-	cp.Tools, cp.Middleware = slices.Clone(g.Tools), slices.Clone(g.Middleware)
-	return &cp
+	r.scrub.Value(g)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	if err := enc.Encode(g); err != nil {
+		return nil
+	}
+	member := append([]byte(",\n  \"agent\": "), bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+	return &sharedGiven{g: g, member: append(member, "\n}\n"...)}
+}
+
+// holds reports whether a is still the description sg shares: a cell's
+// copy nobody changed.
+func (sg *sharedGiven) holds(a *AgentGiven) bool {
+	return sg != nil && a != nil && a.SystemPrompt == sg.g.SystemPrompt && slices.Equal(a.Tools, sg.g.Tools) && slices.Equal(a.Middleware, sg.g.Middleware)
 }
 
 // describeGiven captures the system prompt and tools the main agent's

@@ -6,6 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/internal/scrub"
 )
 
 // A journal line is its result line with the cell file's sum as the last
@@ -31,4 +34,27 @@ func TestJournalLineRoundTrip(t *testing.T) {
 	}
 	assert.Equal(t, int64(13), sum.Bytes)
 	assert.Len(t, sum.SHA256, 64)
+}
+
+// A cell file whose agent description is shared is the file encoding/json
+// writes for the whole detail, byte for byte; a copy that was changed is
+// no longer the shared one.
+func TestSharedAgentMember(t *testing.T) {
+	g := &AgentGiven{SystemPrompt: "You answer.\n<b>\"quoted\"</b>", Tools: []AgentTool{{Name: "ls", Description: "Lists & more"}}, Middleware: []string{"FilesystemMiddleware"}}
+	sg := (&runner{scrub: scrub.New()}).share(g)
+	require.NotNil(t, sg)
+	cp := *g
+	d := &CellDetail{SchemaVersion: SchemaVersion, Result: CellResult{CellKey: CellKey{Case: "c"}, ID: "c--m", Status: StatusPass}, Input: "hi", Messages: []llm.Message{llm.User("hi")}, Agent: &cp}
+	want, err := encodeJSON(d, true)
+	require.NoError(t, err)
+	require.True(t, sg.holds(d.Agent))
+	without := *d
+	without.Agent = nil
+	var got []byte
+	require.NoError(t, withJSON(&without, true, sg.member, func(b []byte) error { got = append([]byte(nil), b...); return nil }))
+	assert.Equal(t, string(want), string(got))
+
+	cp.Tools = []AgentTool{{Name: "ls", Description: "changed"}}
+	assert.False(t, sg.holds(d.Agent))
+	assert.False(t, (*sharedGiven)(nil).holds(d.Agent))
 }

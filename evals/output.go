@@ -114,8 +114,9 @@ var cellEncoders = sync.Pool{New: func() any {
 const maxPooledEncoding = 1 << 20
 
 // withJSON encodes v as encodeJSON does and hands the bytes to use, which
-// must not keep them.
-func withJSON(v any, indent bool, use func([]byte) error) error {
+// must not keep them. A last member, when given, is put in place of the
+// object's closing "}\n" (see sharedGiven.member).
+func withJSON(v any, indent bool, last []byte, use func([]byte) error) error {
 	e := cellEncoders.Get().(*cellEncoder)
 	defer func() {
 		if e.buf.Cap() <= maxPooledEncoding && cap(e.line) <= maxPooledEncoding {
@@ -130,6 +131,10 @@ func withJSON(v any, indent bool, use func([]byte) error) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
+	if last != nil {
+		e.buf.Truncate(e.buf.Len() - len("\n}\n"))
+		e.buf.Write(last)
+	}
 	return use(e.buf.Bytes())
 }
 
@@ -139,7 +144,16 @@ func withJSON(v any, indent bool, use func([]byte) error) error {
 // whole. Workers call it concurrently, each for its own cell.
 func (o *outDir) cell(i int, d *CellDetail, res *CellResult) error {
 	var sum cellFileSum
-	err := withJSON(d, true, func(data []byte) error {
+	write := d
+	var member []byte
+	if d.shared.holds(d.Agent) {
+		// The agent's description is the last member, encoded once for
+		// all the cells that share it.
+		cp := *d
+		cp.Agent, member = nil, d.shared.member
+		write = &cp
+	}
+	err := withJSON(write, true, member, func(data []byte) error {
 		sum = sumOf(data)
 		// In place, over the previous run's file of the cell if there is
 		// one, which on some file systems costs a fraction of creating a

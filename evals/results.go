@@ -134,6 +134,9 @@ type CellDetail struct {
 	// Agent is what the main agent's model was given: its system prompt
 	// and tools as assembled; absent when the agent could not be described.
 	Agent *AgentGiven `json:"agent,omitempty"`
+
+	// shared is the description Agent is a copy of, when cells share one.
+	shared *sharedGiven
 }
 
 // AgentGiven is the system prompt, tools and middleware of a cell's main

@@ -59,7 +59,7 @@ type runner struct {
 	secrets []string
 	// givens are the descriptions of agents that cells share (see given).
 	givenMu sync.Mutex
-	givens  map[givenKey]*AgentGiven
+	givens  map[givenKey]*sharedGiven
 }
 
 func (s *Suite) newRunner(o Options) (*runner, error) {
@@ -273,7 +273,13 @@ func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 	// progress, OnCell, the reports.
 	ss.scrub.Value(&res)
 	if d != nil {
+		// A shared agent description was scrubbed when it was described.
+		a := d.Agent
+		if d.shared.holds(a) {
+			d.Agent = nil
+		}
 		ss.scrub.Value(d)
+		d.Agent = a
 	}
 	var err error
 	if ss.out != nil && !failed {
