@@ -1,6 +1,7 @@
 package evals
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -346,7 +347,7 @@ func parseSuite(path string, data []byte, reg *Registry) (*Suite, []error) {
 	if _, ok := doc.Root.(ast.MapNode); !ok {
 		return nil, []error{doc.At(doc.Root, "a suite file is a mapping with version, agent, models, cases, …")}
 	}
-	p := &parser{doc: doc, reg: reg, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc, reg: reg}, broken: map[string]bool{}}
+	p := &parser{doc: doc, data: data, reg: reg, s: &Suite{Path: path, Dir: filepath.Dir(path), doc: doc, reg: reg}, broken: map[string]bool{}}
 	var raw rawSuite
 	if err := doc.Decode(&raw); err != nil {
 		// Decode key by key, so that one bad key does not hide the others.
@@ -355,6 +356,10 @@ func parseSuite(path string, data []byte, reg *Registry) (*Suite, []error) {
 	}
 	p.suite(&raw)
 	p.s.broken = p.broken
+	// From here on the suite only places problems at its keys: the syntax
+	// tree of the file, a few kilobytes a case, need not live as long as
+	// the suite does.
+	p.s.doc = doc.Positions()
 	return p.s, p.errs
 }
 
@@ -385,6 +390,7 @@ func (p *parser) decodeEach(raw *rawSuite) {
 
 type parser struct {
 	doc  *yamlx.Doc
+	data []byte // the suite file, for its inline agent
 	s    *Suite
 	reg  *Registry
 	// files is reg's agent-file registry, made once.
@@ -575,7 +581,7 @@ func (p *parser) agent(raw node) error {
 			s.Agent.Factory = name
 			return nil
 		}
-		af, err := p.agentFiles().ParseEmbeddedDoc(p.doc, "agent")
+		af, err := p.inlineAgent()
 		if err != nil {
 			return err
 		}
@@ -583,6 +589,67 @@ func (p *parser) agent(raw node) error {
 		return nil
 	}
 	return p.errAt("agent", "want an agent file path or an agent mapping, got %s", yamlx.Kind(raw.n))
+}
+
+// inlineAgent decodes the suite's inline agent from a copy of the suite
+// file whose lines outside the agent: section are blank: the same lines
+// and columns, so the same agent and the same errors, but a syntax tree of
+// the agent alone for it to keep (for its errors and its profile), not
+// one of the whole file, which grows with the cases. An agent that cannot
+// be read so — an alias of an anchor elsewhere in the file, a suite in
+// flow style — is decoded from the whole file, as is one with errors, so
+// that they are reported as they always were.
+func (p *parser) inlineAgent() (*agentfile.File, error) {
+	if data, ok := p.agentSection(); ok {
+		if doc, err := yamlx.Parse(p.s.Path, data); err == nil {
+			if af, err := p.agentFiles().ParseEmbeddedDoc(doc, "agent"); err == nil {
+				return af, nil
+			}
+		}
+	}
+	return p.agentFiles().ParseEmbeddedDoc(p.doc, "agent")
+}
+
+// agentSection is the suite file with every line blank but those from
+// the agent: key to the next top-level key; false unless the top level is
+// a block mapping whose keys start lines of their own.
+func (p *parser) agentSection() ([]byte, bool) {
+	m, ok := p.doc.Root.(*ast.MappingNode)
+	if !ok || m.IsFlowStyle {
+		return nil, false
+	}
+	from, to, prev := 0, 0, 0
+	for i, v := range m.Values {
+		pos := v.Key.GetToken().Position
+		if pos.Column != 1 || pos.Line <= prev {
+			return nil, false
+		}
+		prev = pos.Line
+		if v.Key.GetToken().Value == "agent" {
+			from, to = pos.Line, math.MaxInt
+			if i+1 < len(m.Values) {
+				to = m.Values[i+1].Key.GetToken().Position.Line - 1
+			}
+		}
+	}
+	if from == 0 {
+		return nil, false
+	}
+	out := make([]byte, 0, len(p.data))
+	line := 1
+	for rest := p.data; len(rest) > 0; line++ {
+		n := bytes.IndexByte(rest, '\n') + 1
+		if n == 0 {
+			n = len(rest)
+		}
+		if line >= from && line <= to {
+			out = append(out, rest[:n]...)
+		} else if rest[n-1] == '\n' {
+			out = append(out, '\n')
+		}
+		rest = rest[n:]
+	}
+	return out, true
 }
 
 // graphs reads the agents served in process to url-less async subagents.

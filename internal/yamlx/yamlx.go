@@ -277,6 +277,12 @@ func (d *Doc) Has(path string) bool {
 	return ok
 }
 
+// Positions is the document reduced to where its keys are: Errorf and Has
+// answer as d's do, and the syntax tree, which holds every token of the
+// file, is left to the collector. A loaded file that only reports problems
+// at its keys from then on keeps this instead of d.
+func (d *Doc) Positions() *Doc { return &Doc{File: d.File, paths: d.paths} }
+
 // Errorf reports a problem with the key at path; the position is the key's
 // (or, for a path that is not in the file, its nearest parent's).
 func (d *Doc) Errorf(path, format string, args ...any) *Error {

@@ -65,6 +65,15 @@ func TestErrorfFindsKeys(t *testing.T) {
 	assert.True(t, d.Has("items[1].count"))
 	assert.False(t, d.Has("items[0].count"))
 	assert.NotNil(t, d.Node("items[1].name"))
+
+	// Reduced to its positions, the document places keys as before and
+	// holds no syntax tree.
+	p := d.Positions()
+	assert.Equal(t, d.Errorf("items[1].count", "too many"), p.Errorf("items[1].count", "too many"))
+	assert.Equal(t, d.Errorf("items[1].missing", "absent"), p.Errorf("items[1].missing", "absent"))
+	assert.True(t, p.Has("items[1].count"))
+	assert.False(t, p.Has("items[0].count"))
+	assert.Nil(t, p.Root)
 }
 
 func TestErrorFormat(t *testing.T) {
