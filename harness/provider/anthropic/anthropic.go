@@ -211,8 +211,10 @@ func (m *Model) generateOnce(ctx context.Context, params sdk.MessageNewParams, e
 		return nil, err
 	}
 	send, body := m.direct(params)
-	msg, err := svc.New(ctx, send, append(append(opts, body...), extra...)...)
-	if err != nil {
+	var raw []byte
+	var res *http.Response
+	opts = append(append(opts, body...), option.WithResponseBodyInto(&raw), option.WithResponseInto(&res))
+	if _, err := svc.New(ctx, send, append(opts, extra...)...); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			resp, err := m.streamOnce(ctx, params, func(llm.Chunk) bool { return true }, option.WithHTTPClient(&http.Client{Transport: a}))
 			if resp != nil {
@@ -222,9 +224,29 @@ func (m *Model) generateOnce(ctx context.Context, params sdk.MessageNewParams, e
 		}
 		return nil, m.classify(ctx, err, capture)
 	}
+	msg, err := answers.Decode(res, raw, m.cfg.Replay, decodeMessage)
+	if err != nil {
+		return nil, m.classify(ctx, err, capture)
+	}
 	resp := response(msg)
 	resp.Latency = capture.Latency(m.cfg.Replay)
 	return resp, nil
+}
+
+// answers are the recorded answers replays decoded (see provider.Answers).
+var answers provider.Answers[*sdk.Message]
+
+// decodeMessage decodes a Messages API answer as the SDK does into its
+// Message.
+func decodeMessage(raw []byte) (*sdk.Message, error) {
+	if string(raw) == "null" {
+		return nil, errors.New("the answer is null")
+	}
+	msg := &sdk.Message{}
+	if err := msg.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return msg, nil
 }
 
 // Stream implements llm.StreamingModel: text, thinking and tool-argument

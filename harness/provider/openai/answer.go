@@ -2,71 +2,60 @@ package openai
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"mime"
-	"net/http"
-	"strings"
+	"errors"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/dageval/dageval/harness/provider"
 	"github.com/dageval/dageval/internal/jsonscan"
 )
 
 // answerMembers are the members of a Responses API answer fromResponse
 // reads. The answer also echoes the request (tools with their schemas,
 // instructions, settings), which decoding it whole through the SDK's
-// reflection-driven decoder spends most of its time on.
+// reflection-driven decoder spends most of its time on, and which a live
+// call, unlike a replay, decodes for every answer.
 var answerMembers = [][]byte{[]byte("status"), []byte("output"), []byte("usage"), []byte("incomplete_details"), []byte("error"), []byte("model")}
 
-// answerBody is the destination of a Responses API answer: the SDK's
-// Response, decoded from the members fromResponse reads only. The SDK hands
-// it the whole body once its JSON is known to be valid, as it would hand
-// it to Response itself, so failures read as they always did.
-type answerBody struct{ r *responses.Response }
+// The recorded answers replays decoded (see provider.Answers).
+var (
+	chatAnswers     provider.Answers[*sdk.ChatCompletion]
+	responseAnswers provider.Answers[*responses.Response]
+)
 
-func (b *answerBody) UnmarshalJSON(raw []byte) error {
+// errNullAnswer is what decoding an answer that is JSON null gives: the
+// SDK would hand back no value and no error.
+var errNullAnswer = errors.New("the answer is null")
+
+// decodeChat decodes a Chat Completions answer as the SDK does into its
+// ChatCompletion.
+func decodeChat(raw []byte) (*sdk.ChatCompletion, error) {
 	if string(raw) == "null" {
-		b.r = nil
-		return nil
+		return nil, errNullAnswer
+	}
+	c := &sdk.ChatCompletion{}
+	if err := c.UnmarshalJSON(raw); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeResponse decodes a Responses API answer into the SDK's Response,
+// from the members fromResponse reads only, as the SDK would decode the
+// whole answer into it.
+func decodeResponse(raw []byte) (*responses.Response, error) {
+	if string(raw) == "null" {
+		return nil, errNullAnswer
 	}
 	if trimmed, ok := trimObject(raw, answerMembers); ok {
 		raw = trimmed
 	}
 	r := &responses.Response{}
 	if err := r.UnmarshalJSON(raw); err != nil {
-		return err
+		return nil, err
 	}
-	b.r = r
-	return nil
-}
-
-// decodeAnswer decodes a Responses API answer's body as the SDK does into
-// an answerBody destination, with the same errors, but without its
-// decoder's two passes over the whole body (one to find the value's end,
-// one to hand it over): a body that is valid JSON goes to answerBody at
-// once, anything else through the SDK's own steps.
-func decodeAnswer(res *http.Response, raw []byte) (answerBody, error) {
-	var body answerBody
-	ct := ""
-	if res != nil {
-		ct = res.Header.Get("content-type")
-	}
-	mediaType, _, _ := mime.ParseMediaType(ct)
-	if !strings.Contains(mediaType, "application/json") && !strings.HasSuffix(mediaType, "+json") {
-		return body, fmt.Errorf("expected destination type of 'string' or '[]byte' for responses with content-type '%s' that is not 'application/json'", ct)
-	}
-	if json.Valid(raw) {
-		err := body.UnmarshalJSON(bytes.Trim(raw, " \t\r\n"))
-		if err != nil {
-			err = fmt.Errorf("error parsing response json: %w", err)
-		}
-		return body, err
-	}
-	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&body); err != nil {
-		return body, fmt.Errorf("error parsing response json: %w", err)
-	}
-	return body, nil
+	return r, nil
 }
 
 // trimObject returns the JSON object raw (valid JSON) with only the members

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -38,10 +39,10 @@ func TestTrimmedAnswerDecodesAsTheWholeAnswer(t *testing.T) {
 	for _, body := range bodies {
 		var whole responses.Response
 		require.NoError(t, json.Unmarshal(body, &whole))
-		var trimmed answerBody
-		require.NoError(t, json.Unmarshal(body, &trimmed))
+		trimmed, err := decodeResponse(bytes.Trim(body, " "))
+		require.NoError(t, err)
 		want, wantErr := m.fromResponse(&whole)
-		got, gotErr := m.fromResponse(trimmed.r)
+		got, gotErr := m.fromResponse(trimmed)
 		assert.Equal(t, wantErr, gotErr, "%s", body)
 		assert.Equal(t, want, got, "%s", body)
 	}

@@ -249,11 +249,11 @@ func (m *Model) responsesOnce(ctx context.Context, params responses.ResponseNewP
 		}
 		return nil, m.classify(ctx, err, capture)
 	}
-	body, err := decodeAnswer(res, raw)
+	r, err := responseAnswers.Decode(res, raw, m.cfg.Replay, decodeResponse)
 	if err != nil {
 		return nil, m.classify(ctx, err, capture)
 	}
-	return m.timed(capture)(m.fromResponse(body.r))
+	return m.timed(capture)(m.fromResponse(r))
 }
 
 // chatOnce is one Chat Completions attempt; nMessages is the request's
@@ -268,19 +268,24 @@ func (m *Model) chatOnce(ctx context.Context, params sdk.ChatCompletionNewParams
 	if err != nil {
 		return nil, err
 	}
+	var raw []byte
+	var res *http.Response
 	send, sendOpts := direct(m, params)
-	c, err := svc.chat.New(ctx, send, append(append(opts, sendOpts...), extra...)...)
-	if err != nil {
+	if _, err := svc.chat.New(ctx, send, append(append(append(opts, sendOpts...), option.WithResponseBodyInto(&raw), option.WithResponseInto(&res)), extra...)...); err != nil {
 		if a, ok := capture.OtherFraming(err); ok {
 			return m.timed(capture)(m.streamChat(ctx, params, nMessages, keepAll, answerClient(a)))
 		}
 		return nil, m.classify(ctx, err, capture)
 	}
-	res, err := chatResultOf(c)
+	c, err := chatAnswers.Decode(res, raw, m.cfg.Replay, decodeChat)
+	if err != nil {
+		return nil, m.classify(ctx, err, capture)
+	}
+	result, err := chatResultOf(c)
 	if err != nil {
 		return nil, m.cfg.BadResponse(err)
 	}
-	return m.timed(capture)(res.response(nMessages), nil)
+	return m.timed(capture)(result.response(nMessages), nil)
 }
 
 // timed stamps a successful response with the latency capture measured or
