@@ -37,11 +37,18 @@ type Model struct {
 	schemas  map[string]sdk.ToolInputSchemaParam // by raw tool schema
 
 	// The content blocks of the messages of earlier requests, their turns
-	// (by first message) and the tools, encoded (see provider.Encoded).
+	// (by first message) and their system prompts, encoded (see
+	// provider.Encoded).
 	blocks provider.Encoded[[]sdk.ContentBlockParamUnion]
 	turns  provider.Encoded[*encodedTurn]
-	tools  provider.Encoded[sdk.ToolUnionParam]
+	system provider.Encoded[[]sdk.TextBlockParam]
 }
+
+// The tools of earlier requests, encoded, for every model: a tool encodes
+// the same whatever the model, and the models of an eval's cells, or of a
+// replay's runs, share their agents' tool specs (see the OpenAI adapter's
+// tool caches).
+var tools provider.Encoded[sdk.ToolUnionParam]
 
 // Platform routes the adapter through a cloud's hosting of Claude (Amazon
 // Bedrock, Google Vertex AI) by way of the SDK's own adaptation for it.

@@ -39,13 +39,17 @@ func preEncode[T marshalParam, PT param.InferPtr[T]](p T) (T, int) {
 const escapeHTML = true
 
 // spliced returns p set to send the JSON it encodes to, built from its
-// turns and tools as they were pre-encoded (see provider.Splice) instead of
+// system blocks, turns and tools as they were pre-encoded (see provider.Splice) instead of
 // by the SDK's encoder on every call; p itself when they cannot be
 // spliced. The parameters keep every field, for the SDK reads some (the
 // timeout follows max_tokens).
 func spliced(p sdk.MessageNewParams) sdk.MessageNewParams {
 	shell := p
 	var lists [][][]byte
+	if elems, ok := provider.ListJSON(p.System, escapeHTML); ok {
+		shell.System = []sdk.TextBlockParam{param.Override[sdk.TextBlockParam](provider.Hole(len(lists)))}
+		lists = append(lists, elems)
+	}
 	if elems, ok := provider.ListJSON(p.Messages, escapeHTML); ok {
 		shell.Messages = []sdk.MessageParam{param.Override[sdk.MessageParam](provider.Hole(len(lists)))}
 		lists = append(lists, elems)

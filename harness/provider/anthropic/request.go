@@ -37,15 +37,11 @@ func (m *Model) fields(req *llm.Request) (sdk.MessageNewParams, error) {
 	if p.MaxTokens <= 0 {
 		p.MaxTokens = provider.DefaultMaxTokens
 	}
-	for i, b := range req.System {
-		if b.Type != llm.BlockText {
-			return p, fmt.Errorf("anthropic: system block %d has type %s; the system prompt takes text only", i, b.Type)
-		}
-		if b.Text == "" {
-			continue
-		}
-		p.System = append(p.System, textBlock(b))
+	sys, err := m.systemBlocks(req.System)
+	if err != nil {
+		return p, err
 	}
+	p.System = sys
 	msgs, system, err := m.convertMessages(req.Messages)
 	if err != nil {
 		return p, err
@@ -54,7 +50,7 @@ func (m *Model) fields(req *llm.Request) (sdk.MessageNewParams, error) {
 	p.Messages = msgs
 	for i := range req.Tools {
 		t := &req.Tools[i]
-		tu, ok := m.tools.Tool(t)
+		tu, ok := tools.Tool(t)
 		if !ok {
 			tp, err := m.toolParam(*t)
 			if err != nil {
@@ -62,7 +58,7 @@ func (m *Model) fields(req *llm.Request) (sdk.MessageNewParams, error) {
 			}
 			var size int
 			tu, size = preEncode(sdk.ToolUnionParam{OfTool: tp})
-			m.tools.PutTool(t, tu, size)
+			tools.PutTool(t, tu, size)
 		}
 		p.Tools = append(p.Tools, tu)
 	}
@@ -99,6 +95,32 @@ func (m *Model) fields(req *llm.Request) (sdk.MessageNewParams, error) {
 	// Temperature, TopP and Seed are not sent: API version 2026-10-21 rejects
 	// sampling parameters with a 400 and has no seed (see the package doc).
 	return p, nil
+}
+
+// systemBlocks converts the system prompt, encoded once (see spliced).
+func (m *Model) systemBlocks(system []llm.Block) ([]sdk.TextBlockParam, error) {
+	if len(system) == 0 {
+		return nil, nil
+	}
+	key := llm.Message{Role: llm.RoleSystem, Content: system}
+	if blocks, ok := m.system.Message(&key); ok {
+		return slices.Clip(blocks), nil
+	}
+	var out []sdk.TextBlockParam
+	size := 0
+	for i, b := range system {
+		if b.Type != llm.BlockText {
+			return nil, fmt.Errorf("anthropic: system block %d has type %s; the system prompt takes text only", i, b.Type)
+		}
+		if b.Text == "" {
+			continue
+		}
+		enc, n := preEncode(textBlock(b))
+		out = append(out, enc)
+		size += n
+	}
+	m.system.PutMessage(&key, out, size)
+	return slices.Clip(out), nil
 }
 
 // modelVersion reads "claude-<family>-<major>[-<minor>]" model ids.
@@ -207,9 +229,11 @@ func (model *Model) encodeTurn(p *sdk.MessageParam, first *llm.Message, members 
 		*p = e.param
 		return
 	}
-	enc, size := preEncode(*p)
-	if size == 0 {
-		return
+	enc, size, ok := splicedTurn(p)
+	if !ok {
+		if enc, size = preEncode(*p); size == 0 {
+			return
+		}
 	}
 	model.turns.PutMessage(first, &encodedTurn{members: slices.Clone(members), param: enc}, size)
 	*p = enc
@@ -218,6 +242,12 @@ func (model *Model) encodeTurn(p *sdk.MessageParam, first *llm.Message, members 
 // blocksOf returns a message's blocks, converted and encoded once.
 func (model *Model) blocksOf(m *llm.Message, i int) ([]sdk.ContentBlockParamUnion, error) {
 	if blocks, ok := model.blocks.Message(m); ok {
+		return blocks, nil
+	}
+	if blocks, size, ok := fastBlocks(m); ok {
+		// Capped, as remember caps them.
+		blocks = blocks[:len(blocks):len(blocks)]
+		model.blocks.PutMessage(m, blocks, size)
 		return blocks, nil
 	}
 	var blocks []sdk.ContentBlockParamUnion

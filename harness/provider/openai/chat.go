@@ -37,12 +37,22 @@ func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNew
 func (m *Model) chatFields(req *llm.Request, stream bool) (sdk.ChatCompletionNewParams, error) {
 	p := sdk.ChatCompletionNewParams{Model: m.cfg.Model}
 	if sys := req.SystemText(); sys != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(sys))
+		enc, _, ok := chatShape{role: llm.RoleSystem}.encode(sys)
+		if !ok {
+			enc = sdk.SystemMessage(sys)
+		}
+		p.Messages = append(p.Messages, enc)
 	}
 	for i := range req.Messages {
 		msg := &req.Messages[i]
 		mp, ok := m.chatMessages.Message(msg)
 		if !ok {
+			if enc, size, fast := fastChatMessage(msg); fast {
+				mp = &enc
+				m.chatMessages.PutMessage(msg, mp, size)
+				p.Messages = append(p.Messages, enc)
+				continue
+			}
 			var err error
 			if mp, err = chatMessage(*msg, i); err != nil {
 				return p, err

@@ -43,6 +43,11 @@ func (m *Model) responsesFields(req *llm.Request) (responses.ResponseNewParams, 
 		msg := &req.Messages[i]
 		its, ok := m.responseItems.Message(msg)
 		if !ok {
+			if enc, size, fast := fastInputItems(msg); fast {
+				m.responseItems.PutMessage(msg, enc, size)
+				items = append(items, enc...)
+				continue
+			}
 			var err error
 			if its, err = inputItems(*msg, i); err != nil {
 				return p, err
