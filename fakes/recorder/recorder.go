@@ -251,8 +251,9 @@ type Recorder struct {
 
 	// scrub replaces the configured and environment secrets (and, once
 	// seen, the credentials of recorded headers) in what is kept and in
-	// the requests replay matches.
-	scrub *scrub.Scrubber
+	// the requests replay matches; scrubKey is its scrubKey.
+	scrub    *scrub.Scrubber
+	scrubKey string
 
 	mu       sync.Mutex
 	entries  []*entry
@@ -311,6 +312,7 @@ func New(path string, opts ...Option) (*Recorder, error) {
 	}
 	r := &Recorder{path: path, mode: mode, modeReason: reason, canon: canon, cfg: cfg}
 	r.scrub = scrub.New(append(slices.Clone(cfg.secrets), cassette.EnvSecrets(cfg.getenv, cfg.secretEnv...)...)...)
+	r.scrubKey = scrubKey(r.scrub)
 	if mode == ModeLive {
 		return r, nil
 	}
@@ -559,9 +561,9 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		// it would have been kept: a tool result that prints a key finds
 		// the interaction recorded with the key replaced.
 		r.mu.Lock()
-		sc := r.scrub
+		sc, key := r.scrub, r.scrubKey
 		r.mu.Unlock()
-		kept, mreq := sc.Bytes(body), req
+		kept, mreq := cleanBodies.scrub(sc, key, body), req
 		if u := req.URL.String(); sc.String(u) != u {
 			if su, err := url.Parse(sc.String(u)); err == nil {
 				mreq = req.Clone(req.Context())
@@ -797,6 +799,7 @@ func (r *Recorder) capture(i *vcr.Interaction) error {
 			bare = append(bare, v)
 		}
 		r.scrub = r.scrub.With(bare...)
+		r.scrubKey = scrubKey(r.scrub)
 	}
 	sc := r.scrub
 	r.mu.Unlock()

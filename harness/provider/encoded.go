@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"hash/maphash"
 	"slices"
 	"sync"
 
@@ -36,16 +37,22 @@ const (
 	maxEncodedBytes = 32 << 20
 )
 
-// partKey identifies a message or a tool spec by where its contents live.
+// partKey identifies a message by where its contents live, or a tool spec
+// by a hash of its contents: the agents of an eval's cells and of a
+// replay's runs are built anew, and those that build their tools anew too
+// (rather than sharing their specs, as inferred schemas are) would encode
+// every tool again in every run.
 type partKey struct {
 	content *llm.Block
 	calls   *llm.ToolCall
 	invalid *llm.InvalidToolCall
-	params  *byte
-	marked  bool // a tool with a cache marker
+	sum     uint64 // of a tool's description and parameters
+	marked  bool   // a tool with a cache marker
 	role    llm.Role
 	id      string // the tool call a tool message answers, or a tool's name
 }
+
+var toolSeed = maphash.MakeSeed()
 
 // encodedPart is one entry: the parts' contents when it was encoded, and
 // what they encoded to.
@@ -66,7 +73,12 @@ func messageKey(m *llm.Message) partKey {
 }
 
 func toolKey(t *llm.ToolSpec) partKey {
-	return partKey{params: sliceData(t.Parameters), marked: t.CacheControl != nil, id: t.Name}
+	var h maphash.Hash
+	h.SetSeed(toolSeed)
+	h.WriteString(t.Description)
+	h.WriteByte(0)
+	h.Write(t.Parameters)
+	return partKey{sum: h.Sum64(), marked: t.CacheControl != nil, id: t.Name}
 }
 
 func sliceData[T any](s []T) *T {
