@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/dageval/dageval/harness/llm"
 )
 
 // Even with every message and tool pre-encoded (see Encoded), an SDK that
@@ -31,22 +35,37 @@ func Hole(k int) json.RawMessage {
 // used, when some placeholder does not appear exactly once or the SDK's
 // compaction would change the shell's own JSON.
 func Splice(shell []byte, lists [][][]byte, escapeHTML bool) ([]byte, bool) {
+	s, ok := NewShell(shell, len(lists), escapeHTML)
+	if !ok {
+		return nil, false
+	}
+	return s.Splice(lists), true
+}
+
+// A Shell is a shell (see Splice) checked and cut at its placeholders,
+// which a request's parameters besides its lists decide: a model whose
+// requests keep their settings, as an agent's do, splices every request
+// into the shell it checked once. It is immutable.
+type Shell struct {
+	lits  [][]byte // the JSON between placeholders, one more than lists
+	lists []int    // which list each placeholder stands for
+}
+
+// NewShell checks and cuts shell, which holds the placeholders of Hole(0)
+// to Hole(n-1), as Splice does.
+func NewShell(shell []byte, n int, escapeHTML bool) (*Shell, bool) {
 	if !Compacted(shell, escapeHTML) {
 		return nil, false
 	}
 	type cut struct{ at, end, k int }
-	cuts := make([]cut, 0, len(lists))
-	size := len(shell)
-	for k, elems := range lists {
+	cuts := make([]cut, 0, n)
+	for k := range n {
 		mark := append(append([]byte{'['}, Hole(k)...), ']')
 		at := bytes.Index(shell, mark)
 		if at < 0 || bytes.Contains(shell[at+len(mark):], mark) {
 			return nil, false
 		}
 		cuts = append(cuts, cut{at, at + len(mark), k})
-		for _, e := range elems {
-			size += len(e) + 1
-		}
 	}
 	// The lists are spliced in the order they appear in the shell.
 	for i := 1; i < len(cuts); i++ {
@@ -54,24 +73,135 @@ func Splice(shell []byte, lists [][][]byte, escapeHTML bool) ([]byte, bool) {
 			cuts[j], cuts[j-1] = cuts[j-1], cuts[j]
 		}
 	}
-	out := make([]byte, 0, size)
+	s := &Shell{}
 	last := 0
 	for _, c := range cuts {
 		if c.at < last {
 			return nil, false // placeholders cannot overlap
 		}
-		out = append(out, shell[last:c.at]...)
+		s.lits = append(s.lits, shell[last:c.at])
+		s.lists = append(s.lists, c.k)
+		last = c.end
+	}
+	s.lits = append(s.lits, shell[last:])
+	return s, true
+}
+
+// Splice returns the shell with its placeholder lists replaced by lists,
+// one for each placeholder.
+func (s *Shell) Splice(lists [][][]byte) []byte {
+	size := 0
+	for _, l := range s.lits {
+		size += len(l)
+	}
+	for _, elems := range lists {
+		size += 2
+		for _, e := range elems {
+			size += len(e) + 1
+		}
+	}
+	out := make([]byte, 0, size)
+	for i, k := range s.lists {
+		out = append(out, s.lits[i]...)
 		out = append(out, '[')
-		for i, e := range lists[c.k] {
-			if i > 0 {
+		for j, e := range lists[k] {
+			if j > 0 {
 				out = append(out, ',')
 			}
 			out = append(out, e...)
 		}
 		out = append(out, ']')
-		last = c.end
 	}
-	return append(out, shell[last:]...), true
+	return append(out, s.lits[len(s.lits)-1]...)
+}
+
+// Shells keeps the shell of a model's latest request, by a key an adapter
+// makes of everything its shell is built from (see SettingsOf), so that
+// requests with the same settings are spliced into it without the SDK
+// encoding the rest of the request again.
+type Shells[K comparable] struct {
+	mu    sync.Mutex
+	key   K
+	shell *Shell
+}
+
+// Get returns the shell of key, checked and cut from what encode returns
+// (which must hold n placeholders) unless it was the latest key's; false
+// when that cannot be a shell.
+func (c *Shells[K]) Get(key K, n int, escapeHTML bool, encode func() ([]byte, error)) (*Shell, bool) {
+	c.mu.Lock()
+	if c.shell != nil && c.key == key {
+		s := c.shell
+		c.mu.Unlock()
+		return s, true
+	}
+	c.mu.Unlock()
+	raw, err := encode()
+	if err != nil {
+		return nil, false
+	}
+	s, ok := NewShell(raw, n, escapeHTML)
+	if !ok {
+		return nil, false
+	}
+	c.mu.Lock()
+	c.key, c.shell = key, s
+	c.mu.Unlock()
+	return s, true
+}
+
+// Settings is what, besides its system prompt, messages, tools and
+// response format, a request says, as one comparable value: two requests
+// of a model with equal settings and no response format are encoded alike
+// but for those.
+type Settings struct {
+	ToolChoice        llm.ToolChoice
+	HasToolChoice     bool
+	MaxTokens         int
+	Temperature, TopP float64
+	HasTemperature    bool
+	HasTopP           bool
+	Seed              int64
+	HasSeed           bool
+	Stop              string // the stop sequences, each with its length
+	HasStop           bool   // a list of stop sequences, maybe empty
+	Thinking          int
+	HasThinking       bool
+}
+
+// SettingsOf returns req's settings; false when req has a response format,
+// which adapters encode into their requests' shells.
+func SettingsOf(req *llm.Request) (Settings, bool) {
+	if req.ResponseFormat != nil {
+		return Settings{}, false
+	}
+	s := Settings{MaxTokens: req.MaxTokens}
+	if tc := req.ToolChoice; tc != nil {
+		s.ToolChoice, s.HasToolChoice = *tc, true
+	}
+	if t := req.Temperature; t != nil {
+		s.Temperature, s.HasTemperature = *t, true
+	}
+	if t := req.TopP; t != nil {
+		s.TopP, s.HasTopP = *t, true
+	}
+	if v := req.Seed; v != nil {
+		s.Seed, s.HasSeed = *v, true
+	}
+	if req.StopSequences != nil {
+		s.HasStop = true
+		var b strings.Builder
+		for _, stop := range req.StopSequences {
+			b.WriteString(strconv.Itoa(len(stop)))
+			b.WriteByte(':')
+			b.WriteString(stop)
+		}
+		s.Stop = b.String()
+	}
+	if th := req.Thinking; th != nil {
+		s.Thinking, s.HasThinking = th.BudgetTokens, true
+	}
+	return s, true
 }
 
 // Element is an SDK param that encodes itself and may have been given

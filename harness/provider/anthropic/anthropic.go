@@ -42,6 +42,8 @@ type Model struct {
 	blocks provider.Encoded[[]sdk.ContentBlockParamUnion]
 	turns  provider.Encoded[*encodedTurn]
 	system provider.Encoded[[]sdk.TextBlockParam]
+	// The shell of the latest request (see provider.Shells).
+	shells provider.Shells[shellKey]
 }
 
 // The tools of earlier requests, encoded, for every model: a tool encodes

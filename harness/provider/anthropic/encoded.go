@@ -38,35 +38,58 @@ func preEncode[T marshalParam, PT param.InferPtr[T]](p T) (T, int) {
 // does).
 const escapeHTML = true
 
+// shellKey is what a request's shell (see provider.Shells) is built from
+// besides its model's config: its settings, and which of its lists are
+// spliced (bit k for list k).
+type shellKey struct {
+	settings provider.Settings
+	spliced  uint8
+}
+
 // spliced returns p set to send the JSON it encodes to, built from its
-// system blocks, turns and tools as they were pre-encoded (see provider.Splice) instead of
-// by the SDK's encoder on every call; p itself when they cannot be
-// spliced. The parameters keep every field, for the SDK reads some (the
-// timeout follows max_tokens).
-func spliced(p sdk.MessageNewParams) sdk.MessageNewParams {
+// system blocks, turns and tools as they were pre-encoded (see
+// provider.Splice) instead of by the SDK's encoder on every call, into
+// the shell of the model's latest request when settings (those of the
+// request, false when they cannot key a shell) are its settings; p itself
+// when they cannot be spliced. The parameters keep every field, for the
+// SDK reads some (the timeout follows max_tokens).
+func (m *Model) spliced(p sdk.MessageNewParams, settings provider.Settings, keyed bool) sdk.MessageNewParams {
 	shell := p
 	var lists [][][]byte
+	key := shellKey{settings: settings}
 	if elems, ok := provider.ListJSON(p.System, escapeHTML); ok {
 		shell.System = []sdk.TextBlockParam{param.Override[sdk.TextBlockParam](provider.Hole(len(lists)))}
 		lists = append(lists, elems)
+		key.spliced |= 1
+	} else if len(p.System) > 0 {
+		keyed = false // the shell holds the system prompt
 	}
 	if elems, ok := provider.ListJSON(p.Messages, escapeHTML); ok {
 		shell.Messages = []sdk.MessageParam{param.Override[sdk.MessageParam](provider.Hole(len(lists)))}
 		lists = append(lists, elems)
+		key.spliced |= 2
+	} else if len(p.Messages) > 0 {
+		keyed = false
 	}
 	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
 		shell.Tools = []sdk.ToolUnionParam{param.Override[sdk.ToolUnionParam](provider.Hole(len(lists)))}
 		lists = append(lists, elems)
+		key.spliced |= 4
+	} else if len(p.Tools) > 0 {
+		keyed = false
 	}
 	if len(lists) == 0 {
 		return p
 	}
-	raw, err := shell.MarshalJSON()
-	if err != nil {
-		return p
+	var s *provider.Shell
+	var ok bool
+	if keyed {
+		s, ok = m.shells.Get(key, len(lists), escapeHTML, shell.MarshalJSON)
+	} else if raw, err := shell.MarshalJSON(); err == nil {
+		s, ok = provider.NewShell(raw, len(lists), escapeHTML)
 	}
-	if body, ok := provider.Splice(raw, lists, escapeHTML); ok {
-		param.SetJSON(body, &p)
+	if ok {
+		param.SetJSON(s.Splice(lists), &p)
 	}
 	return p
 }

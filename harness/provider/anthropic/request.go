@@ -24,10 +24,14 @@ func (m *Model) params(req *llm.Request) (sdk.MessageNewParams, error) {
 	if err != nil {
 		return p, err
 	}
-	return spliced(p), nil
+	settings, keyed := provider.SettingsOf(req)
+	return m.spliced(p, settings, keyed), nil
 }
 
-// fields translates a provider-neutral request into Messages API parameters.
+// fields translates a provider-neutral request into Messages API
+// parameters. What it reads of req besides the system prompt, messages and
+// tools must be in provider.Settings, which keys the shells of spliced
+// requests.
 func (m *Model) fields(req *llm.Request) (sdk.MessageNewParams, error) {
 	p := sdk.MessageNewParams{Model: m.cfg.Model}
 	p.MaxTokens = int64(req.MaxTokens)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/internal/providertest"
 )
 
 // TestSplicedRequestsAreTheSDKEncoding: a spliced request's body is byte
@@ -38,7 +39,8 @@ func TestSplicedRequestsAreTheSDKEncoding(t *testing.T) {
 			require.NoError(t, err)
 			want, err := p.MarshalJSON()
 			require.NoError(t, err)
-			s := spliced(p)
+			settings, keyed := provider.SettingsOf(r)
+			s := m.spliced(p, settings, keyed)
 			_, isSpliced := s.Overrides()
 			assert.True(t, isSpliced, "request not spliced")
 			got, err := s.MarshalJSON()
@@ -46,5 +48,27 @@ func TestSplicedRequestsAreTheSDKEncoding(t *testing.T) {
 			assert.Equal(t, string(want), string(got))
 			assert.Equal(t, p.MaxTokens, s.MaxTokens, "the SDK reads max_tokens for its timeout")
 		}
+	}
+}
+
+// A model's shell follows the settings of each request.
+func TestSplicedRequestsFollowTheirSettings(t *testing.T) {
+	m, err := New(provider.Config{Model: "claude-sonnet-4-5", Replay: true})
+	require.NoError(t, err)
+	req := &llm.Request{
+		System:   []llm.Block{llm.TextBlock("Be terse.")},
+		Messages: []llm.Message{llm.User("hi")},
+		Tools:    []llm.ToolSpec{{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, {Name: "b", Parameters: json.RawMessage(`{"type":"object"}`)}},
+	}
+	for i, r := range providertest.SettingsVariants(req) {
+		p, err := m.fields(r)
+		require.NoError(t, err)
+		want, err := p.MarshalJSON()
+		require.NoError(t, err)
+		got, err := m.params(r)
+		require.NoError(t, err)
+		body, err := got.MarshalJSON()
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(body), "variant %d", i)
 	}
 }

@@ -30,10 +30,13 @@ func (m *Model) chatParams(req *llm.Request, stream bool) (sdk.ChatCompletionNew
 	if err != nil {
 		return p, err
 	}
-	return splicedChat(p), nil
+	settings, keyed := provider.SettingsOf(req)
+	return m.splicedChat(p, settings, keyed, stream), nil
 }
 
-// chatFields translates a request into Chat Completions parameters.
+// chatFields translates a request into Chat Completions parameters. What
+// it reads of req besides the system prompt, messages and tools must be in
+// provider.Settings, which keys the shells of spliced requests.
 func (m *Model) chatFields(req *llm.Request, stream bool) (sdk.ChatCompletionNewParams, error) {
 	p := sdk.ChatCompletionNewParams{Model: m.cfg.Model}
 	if sys := req.SystemText(); sys != "" {

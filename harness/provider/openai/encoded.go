@@ -39,54 +39,90 @@ func preEncode[T marshalParam, PT param.InferPtr[T]](p T) (T, int) {
 // not).
 const escapeHTML = false
 
+// shellKey is what a request's shell (see provider.Shells) is built from
+// besides its model's config: its settings, whether it streams, its
+// system prompt where the shell holds it, and which of its lists are
+// spliced (bit k for list k).
+type shellKey struct {
+	settings provider.Settings
+	stream   bool
+	system   string
+	spliced  uint8
+}
+
 // splicedResponses returns p set to send the JSON it encodes to, built
 // from its input items and tools as they were pre-encoded (see
-// provider.Splice) instead of by the SDK's encoder on every call; p
-// itself when they cannot be spliced. The parameters keep every field.
-func splicedResponses(p responses.ResponseNewParams) responses.ResponseNewParams {
+// provider.Splice) instead of by the SDK's encoder on every call, into
+// the shell of the model's latest request when settings (those of the
+// request, false when they cannot key a shell) are its settings; p itself
+// when they cannot be spliced. The parameters keep every field.
+func (m *Model) splicedResponses(p responses.ResponseNewParams, settings provider.Settings, keyed bool) responses.ResponseNewParams {
 	shell := p
 	var lists [][][]byte
+	key := shellKey{settings: settings, system: p.Instructions.Value}
 	if elems, ok := provider.ListJSON(p.Input.OfInputItemList, escapeHTML); ok {
 		shell.Input.OfInputItemList = responses.ResponseInputParam{param.Override[responses.ResponseInputItemUnionParam](provider.Hole(len(lists)))}
 		lists = append(lists, elems)
+		key.spliced |= 1
+	} else if len(p.Input.OfInputItemList) > 0 || !param.IsOmitted(p.Input.OfString) {
+		keyed = false // the shell holds the input
 	}
 	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
 		shell.Tools = []responses.ToolUnionParam{param.Override[responses.ToolUnionParam](provider.Hole(len(lists)))}
 		lists = append(lists, elems)
+		key.spliced |= 2
+	} else if len(p.Tools) > 0 {
+		keyed = false
 	}
-	if body, ok := splice(shell, lists); ok {
+	if body, ok := splice(&m.responseShells, key, keyed, shell, lists); ok {
 		param.SetJSON(body, &p)
 	}
 	return p
 }
 
-// splicedChat is splicedResponses for Chat Completions: messages and tools.
-func splicedChat(p sdk.ChatCompletionNewParams) sdk.ChatCompletionNewParams {
+// splicedChat is splicedResponses for Chat Completions: messages and
+// tools; stream says whether the request streams.
+func (m *Model) splicedChat(p sdk.ChatCompletionNewParams, settings provider.Settings, keyed, stream bool) sdk.ChatCompletionNewParams {
 	shell := p
 	var lists [][][]byte
+	key := shellKey{settings: settings, stream: stream}
 	if elems, ok := provider.ListJSON(p.Messages, escapeHTML); ok {
 		shell.Messages = []sdk.ChatCompletionMessageParamUnion{param.Override[sdk.ChatCompletionMessageParamUnion](provider.Hole(len(lists)))}
 		lists = append(lists, elems)
+		key.spliced |= 1
+	} else if len(p.Messages) > 0 {
+		keyed = false // the shell holds the messages
 	}
 	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
 		shell.Tools = []sdk.ChatCompletionToolUnionParam{param.Override[sdk.ChatCompletionToolUnionParam](provider.Hole(len(lists)))}
 		lists = append(lists, elems)
+		key.spliced |= 2
+	} else if len(p.Tools) > 0 {
+		keyed = false
 	}
-	if body, ok := splice(shell, lists); ok {
+	if body, ok := splice(&m.chatShells, key, keyed, shell, lists); ok {
 		param.SetJSON(body, &p)
 	}
 	return p
 }
 
-func splice(shell json.Marshaler, lists [][][]byte) ([]byte, bool) {
+// splice returns shell's encoding with lists spliced in, its shell made
+// from shell once for each key of shells when keyed.
+func splice(shells *provider.Shells[shellKey], key shellKey, keyed bool, shell json.Marshaler, lists [][][]byte) ([]byte, bool) {
 	if len(lists) == 0 {
 		return nil, false
 	}
-	raw, err := shell.MarshalJSON()
-	if err != nil {
+	var s *provider.Shell
+	var ok bool
+	if keyed {
+		s, ok = shells.Get(key, len(lists), escapeHTML, shell.MarshalJSON)
+	} else if raw, err := shell.MarshalJSON(); err == nil {
+		s, ok = provider.NewShell(raw, len(lists), escapeHTML)
+	}
+	if !ok {
 		return nil, false
 	}
-	return provider.Splice(raw, lists, escapeHTML)
+	return s.Splice(lists), true
 }
 
 // direct returns what to hand the SDK for p, and the options that come

@@ -42,6 +42,8 @@ type Model struct {
 	// chat entry holds nil for a message that sends nothing.
 	chatMessages  provider.Encoded[*sdk.ChatCompletionMessageParamUnion]
 	responseItems provider.Encoded[[]responses.ResponseInputItemUnionParam]
+	// The shells of the latest requests (see provider.Shells).
+	chatShells, responseShells provider.Shells[shellKey]
 }
 
 // The tools of earlier requests, encoded, for every model: a tool encodes

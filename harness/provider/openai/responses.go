@@ -29,10 +29,13 @@ func (m *Model) responsesParams(req *llm.Request) (responses.ResponseNewParams, 
 	if err != nil {
 		return p, err
 	}
-	return splicedResponses(p), nil
+	settings, keyed := provider.SettingsOf(req)
+	return m.splicedResponses(p, settings, keyed), nil
 }
 
 // responsesFields translates a request into Responses API parameters.
+// What it reads of req besides the system prompt, messages and tools must
+// be in provider.Settings, which keys the shells of spliced requests.
 func (m *Model) responsesFields(req *llm.Request) (responses.ResponseNewParams, error) {
 	p := responses.ResponseNewParams{Model: shared.ResponsesModel(m.cfg.Model)}
 	if sys := req.SystemText(); sys != "" {

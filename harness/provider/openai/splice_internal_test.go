@@ -10,6 +10,7 @@ import (
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/internal/providertest"
 )
 
 // awkward is a request whose text holds what encoders treat specially:
@@ -44,7 +45,8 @@ func TestSplicedRequestsAreTheSDKEncoding(t *testing.T) {
 			require.NoError(t, err)
 			want, err := p.MarshalJSON()
 			require.NoError(t, err)
-			s := splicedResponses(p)
+			settings, keyed := provider.SettingsOf(req)
+			s := m.splicedResponses(p, settings, keyed)
 			_, isSpliced := s.Overrides()
 			assert.Equal(t, wantSpliced, isSpliced, "responses request %d spliced", i)
 			got, err := s.MarshalJSON()
@@ -56,12 +58,41 @@ func TestSplicedRequestsAreTheSDKEncoding(t *testing.T) {
 			require.NoError(t, err)
 			want, err = c.MarshalJSON()
 			require.NoError(t, err)
-			sc := splicedChat(c)
+			sc := m.splicedChat(c, settings, keyed, true)
 			_, isSpliced = sc.Overrides()
 			assert.Equal(t, wantSpliced, isSpliced, "chat request %d spliced", i)
 			got, err = sc.MarshalJSON()
 			require.NoError(t, err)
 			assert.Equal(t, string(want), string(got))
+		}
+	}
+}
+
+// A model's shells follow the settings of each request.
+func TestSplicedRequestsFollowTheirSettings(t *testing.T) {
+	m := model(t, provider.KindOpenAI, true)
+	req := conversation()
+	req.Tools = append(req.Tools, llm.ToolSpec{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}, llm.ToolSpec{Name: "b", Parameters: json.RawMessage(`{"type":"object"}`)})
+	for i, r := range providertest.SettingsVariants(req) {
+		p, err := m.responsesFields(r)
+		require.NoError(t, err)
+		want, err := p.MarshalJSON()
+		require.NoError(t, err)
+		got, err := m.responsesParams(r)
+		require.NoError(t, err)
+		body, err := got.MarshalJSON()
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(body), "responses variant %d", i)
+		for _, stream := range []bool{false, true} {
+			c, err := m.chatFields(r, stream)
+			require.NoError(t, err)
+			want, err := c.MarshalJSON()
+			require.NoError(t, err)
+			got, err := m.chatParams(r, stream)
+			require.NoError(t, err)
+			body, err := got.MarshalJSON()
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(body), "chat variant %d", i)
 		}
 	}
 }

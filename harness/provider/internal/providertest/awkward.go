@@ -114,3 +114,40 @@ func AwkwardMessages(seed uint64, n int) []llm.Message {
 	}
 	return out
 }
+
+// SettingsVariants returns copies of req with each setting a shell of
+// spliced requests is keyed by changed in turn, and changed back.
+func SettingsVariants(req *llm.Request) []*llm.Request {
+	f := func(v float64) *float64 { return &v }
+	seed := int64(7)
+	changes := []func(*llm.Request){
+		func(r *llm.Request) {},
+		func(r *llm.Request) { r.MaxTokens = 77 },
+		func(r *llm.Request) { r.ToolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceAny} },
+		func(r *llm.Request) { r.ToolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: "a"} },
+		func(r *llm.Request) { r.ToolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: "b"} },
+		func(r *llm.Request) { r.Temperature = f(0.5) },
+		func(r *llm.Request) { r.Temperature = f(0.25) },
+		func(r *llm.Request) { r.TopP = f(0.9) },
+		func(r *llm.Request) { r.Seed = &seed },
+		func(r *llm.Request) {},
+		func(r *llm.Request) { r.StopSequences = []string{} },
+		func(r *llm.Request) { r.StopSequences = []string{"a", "b"} },
+		func(r *llm.Request) { r.StopSequences = []string{"ab"} },
+		func(r *llm.Request) { r.Thinking = &llm.Thinking{BudgetTokens: 2048} },
+		func(r *llm.Request) { r.Thinking = &llm.Thinking{BudgetTokens: 20000} },
+		func(r *llm.Request) { r.System = nil },
+		func(r *llm.Request) { r.Tools = nil },
+		func(r *llm.Request) {
+			r.ResponseFormat = &llm.ResponseFormat{Name: "out", Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)}
+		},
+		func(r *llm.Request) {},
+	}
+	var out []*llm.Request
+	for _, c := range changes {
+		r := *req
+		c(&r)
+		out = append(out, &r)
+	}
+	return out
+}
