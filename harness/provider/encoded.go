@@ -18,7 +18,8 @@ import (
 //
 // An entry is found by the identity of what it encodes (the message's
 // content and tool-call arrays, which the runtime shares between the
-// requests of a run and never modifies) and checked field by field
+// requests of a run and never modifies; a tool by a hash of its
+// contents, see partKey) and checked field by field
 // against a copy of them before it is used, so a part that was modified
 // or rebuilt is encoded afresh. The comparisons cost little: equal strings
 // that share memory compare without reading it, and tool arguments are
