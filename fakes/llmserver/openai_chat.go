@@ -3,6 +3,7 @@ package llmserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -164,6 +165,18 @@ type chatResponseFormat struct {
 	} `json:"json_schema"`
 }
 
+// chatState is where the conversion of a conversation's messages stands
+// (see resumes).
+type chatState struct {
+	system   []llm.Block
+	messages []llm.Message
+	names    toolNames
+	pending  []string
+	leading  bool
+}
+
+var chatResumes resumes[chatState]
+
 func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w chatRequest
 	if elems, _, ok := decodeBody(body, &w, "messages"); ok {
@@ -213,7 +226,14 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 	names := toolNames{}
 	var pending []string
 	leading := true
-	for i, raw := range w.Messages {
+	start := 0
+	if k, st, ok := chatResumes.find(w.Messages); ok {
+		start, leading = k, st.leading
+		req.System, req.Messages = slices.Clip(st.system), slices.Clip(st.messages)
+		names, pending = maps.Clone(st.names), slices.Clone(st.pending)
+	}
+	for i := start; i < len(w.Messages); i++ {
+		raw := w.Messages[i]
 		at := fmt.Sprintf("messages[%d]", i)
 		var m chatMessage
 		if e := strictDecodeMemo(&chatMessages, raw, &m, at); e != nil {
@@ -305,6 +325,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 		}
 		leading = false
 	}
+	chatResumes.keep(w.Messages, chatState{system: req.System, messages: req.Messages, names: names, pending: pending, leading: leading})
 	if len(pending) > 0 {
 		return nil, nil, unansweredToolCalls(pending)
 	}

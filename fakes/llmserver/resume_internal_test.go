@@ -1,0 +1,54 @@
+package llmserver
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chatBodies is a conversation of n turns of tool calls as a client sends
+// it, one body per call, each resending the history.
+func chatBodies(n int) [][]byte {
+	msgs := []string{`{"role":"system","content":"Be brief."}`, `{"role":"user","content":"Go."}`}
+	var out [][]byte
+	for i := range n {
+		out = append(out, []byte(`{"model":"m","messages":[`+strings.Join(msgs, ",")+`]}`))
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":"Step %d.","tool_calls":[{"id":"c%d","type":"function","function":{"name":"f","arguments":"{\"i\":%d}"}}]}`, i, i, i),
+			fmt.Sprintf(`{"role":"tool","tool_call_id":"c%d","content":"done %d"}`, i, i))
+	}
+	return out
+}
+
+// appendMessage returns a chat body with msg after its last message.
+func appendMessage(body []byte, msg string) []byte {
+	return []byte(strings.TrimSuffix(string(body), "]}") + "," + msg + "]}")
+}
+
+// A request resumed from an earlier one's conversion decodes as it does
+// alone; one that only shares part of the history, or leaves a call
+// unanswered, too.
+func TestChatResumeDecodesAsAlone(t *testing.T) {
+	bodies := chatBodies(6)
+	// A branch: the history edited at its fourth message.
+	bodies = append(bodies, []byte(strings.Replace(string(bodies[4]), `"Step 1."`, `"Step one."`, 1)))
+	// A call left unanswered, after a resumable history.
+	bodies = append(bodies, appendMessage(bodies[5], `{"role":"assistant","tool_calls":[{"id":"x","type":"function","function":{"name":"f","arguments":"{}"}}]}`), bodies[5])
+	// A call answered in the next request.
+	open := appendMessage(bodies[5], `{"role":"assistant","tool_calls":[{"id":"y","type":"function","function":{"name":"f","arguments":"{}"}}]}`)
+	bodies = append(bodies, open, appendMessage(open, `{"role":"tool","tool_call_id":"y","content":"ok"}`))
+	for i, body := range bodies {
+		var call ServedCall
+		resumed, _, resumedErr := chatAPI{}.decode(body, &call)
+		saved := chatResumes.kept
+		chatResumes.kept = nil
+		alone, _, aloneErr := chatAPI{}.decode(body, &call)
+		chatResumes.kept = saved
+		require.Equal(t, aloneErr, resumedErr, "body %d", i)
+		assert.Equal(t, alone, resumed, "body %d", i)
+	}
+	assert.NotEmpty(t, chatResumes.kept)
+}
