@@ -3,6 +3,7 @@ package llmserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -163,6 +164,16 @@ type antOutputFormat struct {
 	Schema json.RawMessage `json:"schema"`
 }
 
+// antState is where the conversion of a conversation's messages stands
+// (see resumes).
+type antState struct {
+	messages []llm.Message
+	names    toolNames
+	pending  []string
+}
+
+var antResumes resumes[antState]
+
 func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w antRequest
 	if elems, _, ok := decodeBody(body, &w, "messages"); ok {
@@ -214,7 +225,18 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	// Messages.
 	names := toolNames{}
 	var pending []string // tool_use ids the next user message must answer
-	for i, raw := range w.Messages {
+	start := 0
+	if k, st, ok := antResumes.find(w.Messages); ok {
+		start, req.Messages = k, slices.Clip(st.messages)
+		names, pending = maps.Clone(st.names), slices.Clone(st.pending)
+	}
+	var states []resumeState[antState]
+	for i := start; i < len(w.Messages); i++ {
+		raw := w.Messages[i]
+		if i == len(w.Messages)-1 {
+			// The next request moves the cache marker off this message.
+			states = append(states, resumeState[antState]{i, antState{messages: req.Messages, names: maps.Clone(names), pending: slices.Clone(pending)}})
+		}
 		at := fmt.Sprintf("messages.%d", i)
 		dm, e := antMessages.decode(raw, func() (decodedAntMessage, *apiError) {
 			var m antMessage
@@ -265,6 +287,7 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 			return nil, nil, badRequest("%s.role: expected user, assistant or system, got %q", at, m.Role)
 		}
 	}
+	antResumes.keep(w.Messages, append(states, resumeState[antState]{len(w.Messages), antState{messages: req.Messages, names: names, pending: pending}})...)
 	if len(pending) > 0 {
 		return nil, nil, badRequest("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s. Each tool_use block must have a corresponding tool_result block in the next message.", len(w.Messages)-1, strings.Join(pending, ", "))
 	}

@@ -325,7 +325,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 		}
 		leading = false
 	}
-	chatResumes.keep(w.Messages, chatState{system: req.System, messages: req.Messages, names: names, pending: pending, leading: leading})
+	chatResumes.keep(w.Messages, resumeState[chatState]{len(w.Messages), chatState{system: req.System, messages: req.Messages, names: names, pending: pending, leading: leading}})
 	if len(pending) > 0 {
 		return nil, nil, unansweredToolCalls(pending)
 	}

@@ -11,19 +11,26 @@ import (
 // length of a run; with the pieces memoised (see memo), looking each one
 // up and converting it again still made the local server most of a long
 // HTTP run's CPU time. A resumes keeps where the conversion of the latest
-// requests' conversations stood after their last message, so that a
-// request whose messages start with all of those, byte for byte, resumes
-// the conversion there. The kept states are shared and must be copied
-// before they are changed.
+// requests' conversations stood after some of their messages (after the
+// last, and for a client that moves a cache marker to the latest message
+// on every call, before it), so that a request whose messages start with
+// those same messages, byte for byte, resumes the conversion there. The
+// kept states are shared and must be copied before they are changed.
 type resumes[S any] struct {
-	mu    sync.Mutex
-	kept  []*resumePoint[S] // most recent first
-	bytes int
+	mu   sync.Mutex
+	kept []*resumePoint[S] // most recent first
 }
 
+// resumePoint is one request's messages and the states of its conversion
+// after some of them, by ascending count.
 type resumePoint[S any] struct {
-	elems [][]byte // copies of the messages converted
-	size  int
+	elems  [][]byte // copies of the request's messages
+	size   int
+	states []resumeState[S]
+}
+
+type resumeState[S any] struct {
+	n     int // messages converted
 	state S
 }
 
@@ -34,42 +41,48 @@ const (
 	maxResumeBytes = 16 << 20
 )
 
-// find returns the state after the longest kept run of elements that
-// elems starts with, and how many elements it covers; false when none.
+// common counts the messages a and b start with alike.
+func common[E ~[]byte](a [][]byte, b []E) int {
+	n := 0
+	for n < len(a) && n < len(b) && bytes.Equal(a[n], b[n]) {
+		n++
+	}
+	return n
+}
+
+// find returns the kept state that covers the most of the messages elems
+// starts with, and how many messages it covers; false when none does.
 func (r *resumes[S]) find(elems []json.RawMessage) (int, S, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var best *resumePoint[S]
+	var best *resumeState[S]
 	for _, p := range r.kept {
-		if len(p.elems) > len(elems) || best != nil && len(p.elems) <= len(best.elems) {
-			continue
-		}
-		same := true
-		for i, e := range p.elems {
-			if !bytes.Equal(e, elems[i]) {
-				same = false
+		m := common(p.elems, elems)
+		for k := len(p.states) - 1; k >= 0; k-- {
+			if st := &p.states[k]; st.n <= m {
+				if best == nil || st.n > best.n {
+					best = st
+				}
 				break
 			}
-		}
-		if same {
-			best = p
 		}
 	}
 	if best == nil {
 		var zero S
 		return 0, zero, false
 	}
-	return len(best.elems), best.state, true
+	return best.n, best.state, true
 }
 
-// keep records state as where the conversion of elems stands, replacing
-// a kept point of the same conversation (one elems starts with).
-func (r *resumes[S]) keep(elems []json.RawMessage, state S) {
-	p := &resumePoint[S]{elems: make([][]byte, len(elems)), state: state}
+// keep records states (by ascending count) of the conversion of elems,
+// dropping the kept points of the same conversation up to their last
+// message, which these supersede.
+func (r *resumes[S]) keep(elems []json.RawMessage, states ...resumeState[S]) {
+	p := &resumePoint[S]{elems: make([][]byte, len(elems)), states: states}
 	for _, e := range elems {
 		p.size += len(e)
 	}
-	if p.size > maxResumeBytes/4 {
+	if p.size > maxResumeBytes/4 || len(states) == 0 {
 		return
 	}
 	buf := make([]byte, 0, p.size)
@@ -82,23 +95,11 @@ func (r *resumes[S]) keep(elems []json.RawMessage, state S) {
 	kept := []*resumePoint[S]{p}
 	total := p.size
 	for _, q := range r.kept {
-		if q.prefixOf(p) || len(kept) >= maxResumes || total+q.size > maxResumeBytes {
+		if common(q.elems, p.elems) >= len(q.elems)-1 || len(kept) >= maxResumes || total+q.size > maxResumeBytes {
 			continue
 		}
 		kept = append(kept, q)
 		total += q.size
 	}
-	r.kept, r.bytes = kept, total
-}
-
-func (q *resumePoint[S]) prefixOf(p *resumePoint[S]) bool {
-	if len(q.elems) > len(p.elems) {
-		return false
-	}
-	for i, e := range q.elems {
-		if !bytes.Equal(e, p.elems[i]) {
-			return false
-		}
-	}
-	return true
+	r.kept = kept
 }

@@ -1,6 +1,7 @@
 package llmserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -51,4 +52,46 @@ func TestChatResumeDecodesAsAlone(t *testing.T) {
 		assert.Equal(t, alone, resumed, "body %d", i)
 	}
 	assert.NotEmpty(t, chatResumes.kept)
+}
+
+// antBodies is chatBodies for the Messages API, with a cache marker on the
+// latest message of each request, as prompt caching puts it.
+func antBodies(n int) [][]byte {
+	mark := `,"cache_control":{"type":"ephemeral"}`
+	msgs := []string{`{"role":"user","content":[{"type":"text","text":"Go."%s}]}`}
+	var out [][]byte
+	for i := range n {
+		var parts []string
+		for k, m := range msgs {
+			if k == len(msgs)-1 {
+				parts = append(parts, fmt.Sprintf(m, mark))
+			} else {
+				parts = append(parts, fmt.Sprintf(m, ""))
+			}
+		}
+		out = append(out, []byte(`{"model":"m","max_tokens":10,"messages":[`+strings.Join(parts, ",")+`]}`))
+		msgs = append(msgs,
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"Step %d."},{"type":"tool_use","id":"c%d","name":"f","input":{"i":%d}%%s}]}`, i, i, i),
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"c%d","content":"done %d"%%s}]}`, i, i))
+	}
+	return out
+}
+
+func TestAnthropicResumeDecodesAsAlone(t *testing.T) {
+	bodies := antBodies(6)
+	bodies = append(bodies, []byte(strings.Replace(string(bodies[4]), `"Step 1."`, `"Step one."`, 1)), bodies[5])
+	for i, body := range bodies {
+		var call ServedCall
+		resumed, _, resumedErr := anthropicAPI{}.decode(body, &call)
+		saved := antResumes.kept
+		antResumes.kept = nil
+		alone, _, aloneErr := anthropicAPI{}.decode(body, &call)
+		antResumes.kept = saved
+		require.Equal(t, aloneErr, resumedErr, "body %d", i)
+		require.Nil(t, aloneErr, "body %d", i)
+		assert.Equal(t, alone, resumed, "body %d", i)
+	}
+	if k, _, ok := antResumes.find([]json.RawMessage{}); ok || k != 0 {
+		t.Fatal("an empty conversation resumes nothing")
+	}
 }
