@@ -3,6 +3,7 @@ package llmserver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -224,7 +225,16 @@ func respInput(req *llm.Request, items []json.RawMessage) *apiError {
 	var answered []string // function calls with output
 	inAssistant := false  // the last message is an assistant turn still being assembled
 	leading := true
-	for i, raw := range items {
+	instructions := len(req.System)
+	start := 0
+	if k, st, ok := respResumes.find(items); ok {
+		start, leading = k, st.leading
+		req.System = append(slices.Clip(req.System), st.system...)
+		req.Messages = slices.Clip(st.messages)
+		names, open, answered = maps.Clone(st.names), slices.Clone(st.open), slices.Clone(st.answered)
+	}
+	for i := start; i < len(items); i++ {
+		raw := items[i]
 		at := fmt.Sprintf("input[%d]", i)
 		var it respItem
 		if e := strictDecodeMemo(&respItems, raw, &it, at); e != nil {
@@ -333,11 +343,31 @@ func respInput(req *llm.Request, items []json.RawMessage) *apiError {
 		}
 		leading = false
 	}
+	if !inAssistant {
+		// An assistant turn still being assembled would be changed in
+		// place by the next item: only a finished one is kept.
+		respResumes.keep(items, resumeState[respState]{len(items), respState{
+			system: slices.Clone(req.System[instructions:]), messages: req.Messages, names: names, open: open, answered: answered, leading: leading,
+		}})
+	}
 	if len(open) > 0 {
 		return paramError("input", "No tool output found for function call %s.", open[0])
 	}
 	return nil
 }
+
+// respState is where the conversion of a conversation's input items
+// stands (see resumes): the system blocks and messages they made, and
+// respInput's bookkeeping, between two messages.
+type respState struct {
+	system         []llm.Block
+	messages       []llm.Message
+	names          toolNames
+	open, answered []string
+	leading        bool
+}
+
+var respResumes resumes[respState]
 
 // lastAssistant returns the assistant message being assembled, starting one if needed.
 func lastAssistant(req *llm.Request, continuing bool) *llm.Message {

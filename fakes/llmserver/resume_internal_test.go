@@ -95,3 +95,34 @@ func TestAnthropicResumeDecodesAsAlone(t *testing.T) {
 		t.Fatal("an empty conversation resumes nothing")
 	}
 }
+
+// respBodies is chatBodies for the Responses API; instructions vary.
+func respBodies(n int) [][]byte {
+	items := []string{`{"role":"system","content":"Lead."}`, `{"role":"user","content":"Go."}`}
+	var out [][]byte
+	for i := range n {
+		out = append(out, []byte(fmt.Sprintf(`{"model":"m","instructions":"Be brief %d.","input":[`, i%2)+strings.Join(items, ",")+`]}`))
+		items = append(items,
+			fmt.Sprintf(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Step %d."}]}`, i),
+			fmt.Sprintf(`{"type":"function_call","call_id":"c%d","name":"f","arguments":"{\"i\":%d}"}`, i, i),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"c%d","output":"done %d"}`, i, i))
+	}
+	return out
+}
+
+func TestResponsesResumeDecodesAsAlone(t *testing.T) {
+	bodies := respBodies(6)
+	bodies = append(bodies, []byte(strings.Replace(string(bodies[4]), `"Step 1."`, `"Step one."`, 1)), bodies[5])
+	for i, body := range bodies {
+		var call ServedCall
+		resumed, _, resumedErr := responsesAPI{}.decode(body, &call)
+		saved := respResumes.kept
+		respResumes.kept = nil
+		alone, _, aloneErr := responsesAPI{}.decode(body, &call)
+		respResumes.kept = saved
+		require.Equal(t, aloneErr, resumedErr, "body %d", i)
+		require.Nil(t, aloneErr, "body %d", i)
+		assert.Equal(t, alone, resumed, "body %d", i)
+	}
+	assert.NotEmpty(t, respResumes.kept)
+}
