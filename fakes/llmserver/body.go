@@ -16,15 +16,14 @@ var validJSON memo[bool]
 // array's elements, each checked as valid JSON once (validJSON), are
 // returned for the caller to put where the full decoding would have. The
 // history is most of the body and repeats from call to call, so the
-// server no longer scans all of it twice per call. ok is false when the
+// server scans it once per call, and the rest of the body (tools, system
+// prompt), which repeats too, is decoded once per distinct remainder
+// through skeletons: v gets a shallow copy of the kept value, whose
+// pointers and slices it shares and must not modify. ok is false when the
 // body does not have that plain shape (or is invalid in any way): the
 // caller then decodes it whole, which gives the error it always gave.
-func decodeBody(body []byte, v any, key string) (elems []json.RawMessage, array []byte, ok bool) {
-	start, end, ok := memberValue(body, key)
-	if !ok || body[start] != '[' {
-		return nil, nil, false
-	}
-	elems, ok = splitArray(body[start:end])
+func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string) (elems []json.RawMessage, array []byte, ok bool) {
+	start, end, elems, ok := historyMember(body, key)
 	if !ok {
 		return nil, nil, false
 	}
@@ -32,49 +31,54 @@ func decodeBody(body []byte, v any, key string) (elems []json.RawMessage, array 
 	skeleton = append(skeleton, body[:start]...)
 	skeleton = append(skeleton, "[]"...)
 	skeleton = append(skeleton, body[end:]...)
-	if strictDecode(skeleton, v, "request body") != nil {
+	if strictDecodeMemo(skeletons, skeleton, v, "request body") != nil {
 		return nil, nil, false
 	}
 	return elems, body[start:end], true
 }
 
-// memberValue finds the value of the top-level member key of the object
-// in b: its bounds, and false unless b is an object whose keys need no
-// unescaping and that has key once and no other key that encoding/json
-// would match to the same field (it matches case-insensitively).
-func memberValue(b []byte, key string) (start, end int, ok bool) {
+// historyMember finds the value of the top-level member key of the object
+// in b, which must be an array, and splits it into its elements in the
+// same scan: its bounds and elements, and false unless b is an object
+// whose keys need no unescaping and that has key once and no other key
+// that encoding/json would match to the same field (it matches
+// case-insensitively), and the array is valid.
+func historyMember(b []byte, key string) (start, end int, elems []json.RawMessage, ok bool) {
 	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return 0, 0, false
+		return 0, 0, nil, false
 	}
 	found := false
 	for i++; ; {
 		i = jsonscan.SkipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
-			return start, end, found
+			return start, end, elems, found
 		}
 		if i >= len(b) || b[i] != '"' {
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 		ke := jsonscan.StringEnd(b, i)
 		k := b[i+1 : ke-1]
 		if bytes.IndexByte(k, '\\') >= 0 {
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 		i = jsonscan.SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 		vs := jsonscan.SkipSpace(b, i+1)
-		ve := jsonscan.ValueEnd(b, vs)
-		if ve <= vs {
-			return 0, 0, false
-		}
+		var ve int
 		if bytes.EqualFold(k, []byte(key)) {
 			if found || string(k) != key {
-				return 0, 0, false
+				return 0, 0, nil, false
+			}
+			var valid bool
+			if ve, elems, valid = splitArray(b, vs); !valid {
+				return 0, 0, nil, false
 			}
 			found, start, end = true, vs, ve
+		} else if ve = jsonscan.ValueEnd(b, vs); ve <= vs {
+			return 0, 0, nil, false
 		}
 		i = jsonscan.SkipSpace(b, ve)
 		switch {
@@ -82,42 +86,42 @@ func memberValue(b []byte, key string) (start, end int, ok bool) {
 			i++
 		case i < len(b) && b[i] == '}':
 		default:
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 	}
 }
 
-// splitArray returns the elements of the JSON array a, each checked to be
-// valid JSON, and false when a is not a valid array.
-func splitArray(a []byte) ([]json.RawMessage, bool) {
-	if len(a) < 2 || a[0] != '[' || a[len(a)-1] != ']' {
-		return nil, false
+// splitArray returns where the JSON array starting at b[i] ends and its
+// elements, each checked to be valid JSON, and false when there is no
+// valid array there.
+func splitArray(b []byte, i int) (end int, elems []json.RawMessage, ok bool) {
+	if i >= len(b) || b[i] != '[' {
+		return 0, nil, false
 	}
-	var out []json.RawMessage
-	i := jsonscan.SkipSpace(a, 1)
-	if a[i] == ']' {
-		return []json.RawMessage{}, i == len(a)-1
+	i = jsonscan.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, []json.RawMessage{}, true
 	}
 	for {
 		vs := i
-		ve := jsonscan.ValueEnd(a, vs)
-		if ve <= vs || ve > len(a)-1 {
-			return nil, false
+		ve := jsonscan.ValueEnd(b, vs)
+		if ve <= vs || ve >= len(b) {
+			return 0, nil, false
 		}
-		el := a[vs:ve]
+		el := b[vs:ve]
 		valid, _ := validJSON.decode(el, func() (bool, *apiError) { return json.Valid(el), nil })
 		if !valid {
-			return nil, false
+			return 0, nil, false
 		}
-		out = append(out, json.RawMessage(el))
-		i = jsonscan.SkipSpace(a, ve)
+		elems = append(elems, json.RawMessage(el))
+		i = jsonscan.SkipSpace(b, ve)
 		switch {
-		case a[i] == ',':
-			i = jsonscan.SkipSpace(a, i+1)
-		case a[i] == ']' && i == len(a)-1:
-			return out, true
+		case i < len(b) && b[i] == ',':
+			i = jsonscan.SkipSpace(b, i+1)
+		case i < len(b) && b[i] == ']':
+			return i + 1, elems, true
 		default:
-			return nil, false
+			return 0, nil, false
 		}
 	}
 }

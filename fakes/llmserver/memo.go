@@ -67,3 +67,11 @@ var (
 	respItems     memo[respItem]
 	respParts     memo[respPart]
 )
+
+// The memos of the requests' remainders without their history (see
+// decodeBody).
+var (
+	antSkeletons  memo[antRequest]
+	chatSkeletons memo[chatRequest]
+	respSkeletons memo[respRequest]
+)

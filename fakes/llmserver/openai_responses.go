@@ -122,7 +122,7 @@ type respTool struct {
 func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w respRequest
 	var items []json.RawMessage // the input items, when decodeBody split them
-	if elems, array, ok := decodeBody(body, &w, "input"); ok {
+	if elems, array, ok := decodeBody(&respSkeletons, body, &w, "input"); ok {
 		w.Input, items = array, elems
 	} else {
 		w = respRequest{}
