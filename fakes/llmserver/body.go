@@ -22,19 +22,21 @@ var validJSON memo[bool]
 // pointers and slices it shares and must not modify. ok is false when the
 // body does not have that plain shape (or is invalid in any way): the
 // caller then decodes it whole, which gives the error it always gave.
-func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string) (elems []json.RawMessage, array []byte, ok bool) {
+// skeleton is the body with the array emptied, for the caller to key what
+// it derives from the rest of the request alone.
+func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string) (elems []json.RawMessage, array, skeleton []byte, ok bool) {
 	start, end, elems, ok := historyMember(body, key)
 	if !ok {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	skeleton := make([]byte, 0, len(body)-(end-start)+2)
+	skeleton = make([]byte, 0, len(body)-(end-start)+2)
 	skeleton = append(skeleton, body[:start]...)
 	skeleton = append(skeleton, "[]"...)
 	skeleton = append(skeleton, body[end:]...)
 	if strictDecodeMemo(skeletons, skeleton, v, "request body") != nil {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	return elems, body[start:end], true
+	return elems, body[start:end], skeleton, true
 }
 
 // historyMember finds the value of the top-level member key of the object

@@ -23,7 +23,7 @@ func TestDecodeBodyMatchesStrictDecode(t *testing.T) {
 		require.Nil(t, strictDecode([]byte(body), &want, "request body"), body)
 		for range 2 { // the second time from the kept skeleton
 			var got antRequest
-			elems, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages")
+			elems, _, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages")
 			require.True(t, ok, body)
 			got.Messages = elems
 			assert.Equal(t, want, got, body)
@@ -45,7 +45,47 @@ func TestDecodeBodyMatchesStrictDecode(t *testing.T) {
 	}
 	for _, body := range left {
 		var got antRequest
-		_, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages")
+		_, _, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages")
 		assert.False(t, ok, body)
+	}
+}
+
+// TestResponsesDerivedFromSkeletonMatchWholeDecode: a Responses request's
+// tools, tool_choice and text format, derived once per request remainder
+// and kept, give the requests that share it the same result and the same
+// error as a request decoded whole (its "input" key spelled with an
+// escape, which decodeBody leaves to strictDecode), every time.
+func TestResponsesDerivedFromSkeletonMatchWholeDecode(t *testing.T) {
+	const url = "http://127.0.0.1/v1/responses"
+	tool := `{"type":"function","name":"f","parameters":{"type":"object"}}`
+	rests := []string{
+		`"tools":[` + tool + `],"tool_choice":{"type":"function","name":"f"}`,
+		`"tools":[` + tool + `],"text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object"}}}`,
+		`"tools":[` + tool + `,` + tool + `]`,
+		`"tools":[{"type":"function","name":"f","parameters":{"type":"object"},"bogus":1}]`,
+		`"tools":[{"type":"web_search"}]`,
+		`"tools":[` + tool + `],"tool_choice":{"type":"function","name":"g"}`,
+		`"text":{"format":{"type":"json_schema","schema":{"type":"object"}}}`,
+	}
+	for _, rest := range rests {
+		whole := `{"model":"m","inp\u0075t":[{"role":"user","content":"hi"}],` + rest + `}`
+		wantReq, _, _, wantErr := DecodeRequest(url, []byte(whole))
+		for turn := range 3 {
+			items := `{"role":"user","content":"hi"}`
+			for range turn {
+				items += `,{"role":"assistant","content":"ok"},{"role":"user","content":"more"}`
+			}
+			body := `{"model":"m","input":[` + items + `],` + rest + `}`
+			got, _, _, err := DecodeRequest(url, []byte(body))
+			if wantErr != nil {
+				require.Error(t, err, body)
+				assert.Equal(t, wantErr.Error(), err.Error(), body)
+				continue
+			}
+			require.NoError(t, err, body)
+			assert.Equal(t, wantReq.Tools, got.Tools, body)
+			assert.Equal(t, wantReq.ToolChoice, got.ToolChoice, body)
+			assert.Equal(t, wantReq.ResponseFormat, got.ResponseFormat, body)
+		}
 	}
 }

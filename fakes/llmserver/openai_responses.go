@@ -122,8 +122,9 @@ type respTool struct {
 func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w respRequest
 	var items []json.RawMessage // the input items, when decodeBody split them
-	if elems, array, ok := decodeBody(&respSkeletons, body, &w, "input"); ok {
-		w.Input, items = array, elems
+	var skeleton []byte         // the body without them, when decodeBody split them
+	if elems, array, skel, ok := decodeBody(&respSkeletons, body, &w, "input"); ok {
+		w.Input, items, skeleton = array, elems, skel
 	} else {
 		w = respRequest{}
 		if e := strictDecode(body, &w, "request body"); e != nil {
@@ -176,44 +177,84 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		return nil, nil, badRequest("input: expected a string or a list of items, got a JSON %s", jsonKind(w.Input))
 	}
 
+	var d respDerived
+	if skeleton != nil {
+		d, _ = respDerivations.decode(skeleton, func() (respDerived, *apiError) { return deriveResp(&w), nil })
+	} else {
+		d = deriveResp(&w)
+	}
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	// The derived values are shared by the requests with the same
+	// remainder: each request gets its own copies of what it may change.
+	req.Tools = slices.Clone(d.tools)
+	if d.toolChoice != nil {
+		tc := *d.toolChoice
+		req.ToolChoice = &tc
+	}
+	if d.format != nil {
+		rf := *d.format
+		req.ResponseFormat = &rf
+	}
+	return req, &w, nil
+}
+
+// respDerived is what a Responses request's tools, tool_choice and text
+// settings declare, or the error they give; it depends on the request
+// without its input alone, so requests that share that keep it
+// (respDerivations) instead of decoding every tool again on every call.
+type respDerived struct {
+	tools      []llm.ToolSpec
+	toolChoice *llm.ToolChoice
+	format     *llm.ResponseFormat
+	err        *apiError
+}
+
+// respDerivations keeps respDerived by the request's bytes without its
+// input (see decodeBody).
+var respDerivations memo[respDerived]
+
+func deriveResp(w *respRequest) (d respDerived) {
+	fail := func(e *apiError) respDerived { return respDerived{err: e} }
 	seen := map[string]bool{}
 	for i, raw := range w.Tools {
 		at := fmt.Sprintf("tools[%d]", i)
 		var t respTool
 		if e := strictDecode(raw, &t, at); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		if t.Type != "function" {
-			return nil, nil, badRequest("%s.type: the local server supports function tools, got %q", at, t.Type)
+			return fail(badRequest("%s.type: the local server supports function tools, got %q", at, t.Type))
 		}
 		if t.Name == "" {
-			return nil, nil, missingParam(at + ".name")
+			return fail(missingParam(at + ".name"))
 		}
 		if seen[t.Name] {
-			return nil, nil, badRequest("tools: duplicate function name %q", t.Name)
+			return fail(badRequest("tools: duplicate function name %q", t.Name))
 		}
 		seen[t.Name] = true
 		if !isJSONObject(t.Parameters) {
-			return nil, nil, badRequest("%s.parameters: expected a JSON Schema object", at)
+			return fail(badRequest("%s.parameters: expected a JSON Schema object", at))
 		}
-		req.Tools = append(req.Tools, toolSpec(t.Name, t.Description, t.Parameters))
+		d.tools = append(d.tools, toolSpec(t.Name, t.Description, t.Parameters))
 	}
 	tc, e := openAIToolChoice(w.ToolChoice, seen, true)
 	if e != nil {
-		return nil, nil, e
+		return fail(e)
 	}
-	req.ToolChoice = tc
+	d.toolChoice = tc
 
 	if w.Text != nil && len(w.Text.Format) > 0 && jsonKind(w.Text.Format) != "null" {
 		var f respFormat
 		if e := strictDecode(w.Text.Format, &f, "text.format"); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
-		if req.ResponseFormat, e = openAIResponseFormat(f, "text.format", "text.format"); e != nil {
-			return nil, nil, e
+		if d.format, e = openAIResponseFormat(f, "text.format", "text.format"); e != nil {
+			return fail(e)
 		}
 	}
-	return req, &w, nil
+	return d
 }
 
 // respInput turns input items into messages: consecutive assistant output
