@@ -176,7 +176,7 @@ var antResumes resumes[antState]
 
 func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w antRequest
-	if elems, _, _, ok := decodeBody(&antSkeletons, body, &w, "messages"); ok {
+	if elems, _, _, ok := decodeBody(&antSkeletons, body, &w, "messages", nil); ok {
 		w.Messages = elems
 	} else {
 		w = antRequest{}

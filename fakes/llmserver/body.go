@@ -23,9 +23,12 @@ var validJSON memo[bool]
 // body does not have that plain shape (or is invalid in any way): the
 // caller then decodes it whole, which gives the error it always gave.
 // skeleton is the body with the array emptied, for the caller to key what
-// it derives from the rest of the request alone.
-func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string) (elems []json.RawMessage, array, skeleton []byte, ok bool) {
-	start, end, elems, ok := historyMember(body, key)
+// it derives from the rest of the request alone. known, when not nil,
+// says how many of the elements the array starts with are known to be
+// valid JSON (they equal, byte for byte, elements of an earlier valid
+// request), which are then not looked up again.
+func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known func([]json.RawMessage) int) (elems []json.RawMessage, array, skeleton []byte, ok bool) {
+	start, end, elems, ok := historyMember(body, key, known)
 	if !ok {
 		return nil, nil, nil, false
 	}
@@ -45,7 +48,7 @@ func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string) (elems
 // whose keys need no unescaping and that has key once and no other key
 // that encoding/json would match to the same field (it matches
 // case-insensitively), and the array is valid.
-func historyMember(b []byte, key string) (start, end int, elems []json.RawMessage, ok bool) {
+func historyMember(b []byte, key string, known func([]json.RawMessage) int) (start, end int, elems []json.RawMessage, ok bool) {
 	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return 0, 0, nil, false
@@ -75,7 +78,7 @@ func historyMember(b []byte, key string) (start, end int, elems []json.RawMessag
 				return 0, 0, nil, false
 			}
 			var valid bool
-			if ve, elems, valid = splitArray(b, vs); !valid {
+			if ve, elems, valid = splitArray(b, vs, known); !valid {
 				return 0, 0, nil, false
 			}
 			found, start, end = true, vs, ve
@@ -94,9 +97,12 @@ func historyMember(b []byte, key string) (start, end int, elems []json.RawMessag
 }
 
 // splitArray returns where the JSON array starting at b[i] ends and its
-// elements, each checked to be valid JSON, and false when there is no
-// valid array there.
-func splitArray(b []byte, i int) (end int, elems []json.RawMessage, ok bool) {
+// elements, each checked to be valid JSON (but the first known(elems),
+// when known is not nil), and false when there is no valid array there.
+// An element that equals a valid one is valid and bounded where the scan
+// bounds it, so the scan's own checks of the separators are enough for
+// those.
+func splitArray(b []byte, i int, known func([]json.RawMessage) int) (end int, elems []json.RawMessage, ok bool) {
 	if i >= len(b) || b[i] != '[' {
 		return 0, nil, false
 	}
@@ -110,17 +116,22 @@ func splitArray(b []byte, i int) (end int, elems []json.RawMessage, ok bool) {
 		if ve <= vs || ve >= len(b) {
 			return 0, nil, false
 		}
-		el := b[vs:ve]
-		valid, _ := validJSON.decode(el, func() (bool, *apiError) { return json.Valid(el), nil })
-		if !valid {
-			return 0, nil, false
-		}
-		elems = append(elems, json.RawMessage(el))
+		elems = append(elems, json.RawMessage(b[vs:ve]))
 		i = jsonscan.SkipSpace(b, ve)
 		switch {
 		case i < len(b) && b[i] == ',':
 			i = jsonscan.SkipSpace(b, i+1)
 		case i < len(b) && b[i] == ']':
+			k := 0
+			if known != nil {
+				k = known(elems)
+			}
+			for _, el := range elems[k:] {
+				valid, _ := validJSON.decode(el, func() (bool, *apiError) { return json.Valid(el), nil })
+				if !valid {
+					return 0, nil, false
+				}
+			}
 			return i + 1, elems, true
 		default:
 			return 0, nil, false

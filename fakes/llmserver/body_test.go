@@ -1,6 +1,7 @@
 package llmserver
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,7 +24,7 @@ func TestDecodeBodyMatchesStrictDecode(t *testing.T) {
 		require.Nil(t, strictDecode([]byte(body), &want, "request body"), body)
 		for range 2 { // the second time from the kept skeleton
 			var got antRequest
-			elems, _, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages")
+			elems, _, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages", nil)
 			require.True(t, ok, body)
 			got.Messages = elems
 			assert.Equal(t, want, got, body)
@@ -45,7 +46,7 @@ func TestDecodeBodyMatchesStrictDecode(t *testing.T) {
 	}
 	for _, body := range left {
 		var got antRequest
-		_, _, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages")
+		_, _, _, ok := decodeBody(&antSkeletons, []byte(body), &got, "messages", nil)
 		assert.False(t, ok, body)
 	}
 }
@@ -87,5 +88,27 @@ func TestResponsesDerivedFromSkeletonMatchWholeDecode(t *testing.T) {
 			assert.Equal(t, wantReq.ToolChoice, got.ToolChoice, body)
 			assert.Equal(t, wantReq.ResponseFormat, got.ResponseFormat, body)
 		}
+	}
+}
+
+// TestResponsesResumedPrefixStillChecksNewItems: the items a Responses
+// request shares with a recent one are not checked as JSON again, but an
+// invalid item after them gives the error strictDecode gives for the body.
+func TestResponsesResumedPrefixStillChecksNewItems(t *testing.T) {
+	const url = "http://127.0.0.1/v1/responses"
+	prefix := `{"role":"user","content":"resumed prefix"},{"role":"assistant","content":"ok"},{"role":"user","content":"more"}`
+	_, _, _, err := DecodeRequest(url, []byte(`{"model":"m","input":[`+prefix+`]}`))
+	require.NoError(t, err)
+	var items []json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(`[`+prefix+`,{}]`), &items))
+	k, _, _ := respResumes.find(items)
+	require.Equal(t, 3, k, "the prefix is kept")
+	for _, bad := range []string{`{"role":"user","content":tru}`, `{"role":"user" "content":"x"}`, `{"role":"user","content":"x",}`, `nul`} {
+		body := []byte(`{"model":"m","input":[` + prefix + `,` + bad + `]}`)
+		want := strictDecode(body, &respRequest{}, "request body")
+		require.NotNil(t, want, bad)
+		_, _, _, got := DecodeRequest(url, body)
+		require.Error(t, got, bad)
+		assert.Equal(t, want.msg, got.Error(), bad)
 	}
 }

@@ -179,7 +179,7 @@ var chatResumes resumes[chatState]
 
 func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w chatRequest
-	if elems, _, _, ok := decodeBody(&chatSkeletons, body, &w, "messages"); ok {
+	if elems, _, _, ok := decodeBody(&chatSkeletons, body, &w, "messages", nil); ok {
 		w.Messages = elems
 	} else {
 		w = chatRequest{}

@@ -123,10 +123,16 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	var w respRequest
 	var items []json.RawMessage // the input items, when decodeBody split them
 	var skeleton []byte         // the body without them, when decodeBody split them
-	if elems, array, skel, ok := decodeBody(&respSkeletons, body, &w, "input"); ok {
+	var resumed *respResumed    // where respInput resumes, when decodeBody looked it up
+	known := func(elems []json.RawMessage) int {
+		k, st, ok := respResumes.find(elems)
+		resumed = &respResumed{k, st, ok}
+		return k
+	}
+	if elems, array, skel, ok := decodeBody(&respSkeletons, body, &w, "input", known); ok {
 		w.Input, items, skeleton = array, elems, skel
 	} else {
-		w = respRequest{}
+		w, resumed = respRequest{}, nil
 		if e := strictDecode(body, &w, "request body"); e != nil {
 			return nil, nil, e
 		}
@@ -170,7 +176,7 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		if items == nil {
 			_ = json.Unmarshal(w.Input, &items)
 		}
-		if e := respInput(req, items); e != nil {
+		if e := respInput(req, items, resumed); e != nil {
 			return nil, nil, e
 		}
 	default:
@@ -259,8 +265,9 @@ func deriveResp(w *respRequest) (d respDerived) {
 
 // respInput turns input items into messages: consecutive assistant output
 // (messages, reasoning, function calls) forms one assistant message, each
-// function_call_output a tool message.
-func respInput(req *llm.Request, items []json.RawMessage) *apiError {
+// function_call_output a tool message. resumed, when not nil, is what
+// respResumes.find gave for items.
+func respInput(req *llm.Request, items []json.RawMessage, resumed *respResumed) *apiError {
 	names := toolNames{}
 	var open []string     // function calls without output so far
 	var answered []string // function calls with output
@@ -268,7 +275,11 @@ func respInput(req *llm.Request, items []json.RawMessage) *apiError {
 	leading := true
 	instructions := len(req.System)
 	start := 0
-	if k, st, ok := respResumes.find(items); ok {
+	if resumed == nil {
+		k, st, ok := respResumes.find(items)
+		resumed = &respResumed{k, st, ok}
+	}
+	if k, st, ok := resumed.k, resumed.st, resumed.ok; ok {
 		start, leading = k, st.leading
 		req.System = append(slices.Clip(req.System), st.system...)
 		req.Messages = slices.Clip(st.messages)
@@ -409,6 +420,13 @@ type respState struct {
 }
 
 var respResumes resumes[respState]
+
+// respResumed is what respResumes.find gave.
+type respResumed struct {
+	k  int
+	st respState
+	ok bool
+}
 
 // lastAssistant returns the assistant message being assembled, starting one if needed.
 func lastAssistant(req *llm.Request, continuing bool) *llm.Message {
