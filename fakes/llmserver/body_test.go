@@ -112,3 +112,40 @@ func TestResponsesResumedPrefixStillChecksNewItems(t *testing.T) {
 		assert.Equal(t, want.msg, got.Error(), bad)
 	}
 }
+
+// TestChatDerivedFromSkeletonMatchWholeDecode is
+// TestResponsesDerivedFromSkeletonMatchWholeDecode for Chat Completions.
+func TestChatDerivedFromSkeletonMatchWholeDecode(t *testing.T) {
+	const url = "http://127.0.0.1/v1/chat/completions"
+	tool := `{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}`
+	rests := []string{
+		`"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"f"}}`,
+		`"tools":[` + tool + `],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}}`,
+		`"tools":[{"type":"function","function":{"name":"g"}}]`,
+		`"tools":[` + tool + `,` + tool + `]`,
+		`"tools":[{"type":"function","function":{"name":"f"},"bogus":1}]`,
+		`"tools":[` + tool + `],"tool_choice":{"type":"function","function":{"name":"g"}}`,
+		`"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"object"}}}`,
+	}
+	for _, rest := range rests {
+		whole := `{"model":"m","mess\u0061ges":[{"role":"user","content":"hi"}],` + rest + `}`
+		wantReq, _, _, wantErr := DecodeRequest(url, []byte(whole))
+		for turn := range 3 {
+			msgs := `{"role":"user","content":"hi"}`
+			for range turn {
+				msgs += `,{"role":"assistant","content":"ok"},{"role":"user","content":"more"}`
+			}
+			body := `{"model":"m","messages":[` + msgs + `],` + rest + `}`
+			got, _, _, err := DecodeRequest(url, []byte(body))
+			if wantErr != nil {
+				require.Error(t, err, body)
+				assert.Equal(t, wantErr.Error(), err.Error(), body)
+				continue
+			}
+			require.NoError(t, err, body)
+			assert.Equal(t, wantReq.Tools, got.Tools, body)
+			assert.Equal(t, wantReq.ToolChoice, got.ToolChoice, body)
+			assert.Equal(t, wantReq.ResponseFormat, got.ResponseFormat, body)
+		}
+	}
+}

@@ -179,8 +179,9 @@ var chatResumes resumes[chatState]
 
 func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w chatRequest
-	if elems, _, _, ok := decodeBody(&chatSkeletons, body, &w, "messages", nil); ok {
-		w.Messages = elems
+	var skeleton []byte // the body without its messages, when decodeBody split them
+	if elems, _, skel, ok := decodeBody(&chatSkeletons, body, &w, "messages", nil); ok {
+		w.Messages, skeleton = elems, skel
 	} else {
 		w = chatRequest{}
 		if e := strictDecode(body, &w, "request body"); e != nil {
@@ -330,21 +331,41 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 		return nil, nil, unansweredToolCalls(pending)
 	}
 
+	var d respDerived
+	if skeleton != nil {
+		d, _ = chatDerivations.decode(skeleton, func() (respDerived, *apiError) { return deriveChat(&w), nil })
+	} else {
+		d = deriveChat(&w)
+	}
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	d.apply(req)
+	return req, &w, nil
+}
+
+// chatDerivations keeps what a Chat Completions request's tools,
+// tool_choice and response_format declare by the request's bytes without
+// its messages (see respDerived).
+var chatDerivations memo[respDerived]
+
+func deriveChat(w *chatRequest) (d respDerived) {
+	fail := func(e *apiError) respDerived { return respDerived{err: e} }
 	seen := map[string]bool{}
 	for i, raw := range w.Tools {
 		at := fmt.Sprintf("tools[%d]", i)
 		var t chatTool
 		if e := strictDecode(raw, &t, at); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		if t.Type != "function" {
-			return nil, nil, badRequest("%s.type: the local server supports function tools, got %q", at, t.Type)
+			return fail(badRequest("%s.type: the local server supports function tools, got %q", at, t.Type))
 		}
 		if t.Function == nil || t.Function.Name == "" {
-			return nil, nil, missingParam(at + ".function.name")
+			return fail(missingParam(at + ".function.name"))
 		}
 		if seen[t.Function.Name] {
-			return nil, nil, badRequest("tools: duplicate function name %q", t.Function.Name)
+			return fail(badRequest("tools: duplicate function name %q", t.Function.Name))
 		}
 		seen[t.Function.Name] = true
 		params := t.Function.Parameters
@@ -353,30 +374,30 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		case "object":
 		default:
-			return nil, nil, badRequest("%s.function.parameters: expected a JSON Schema object", at)
+			return fail(badRequest("%s.function.parameters: expected a JSON Schema object", at))
 		}
-		req.Tools = append(req.Tools, toolSpec(t.Function.Name, t.Function.Description, params))
+		d.tools = append(d.tools, toolSpec(t.Function.Name, t.Function.Description, params))
 	}
 	tc, e := openAIToolChoice(w.ToolChoice, seen, false)
 	if e != nil {
-		return nil, nil, e
+		return fail(e)
 	}
-	req.ToolChoice = tc
+	d.toolChoice = tc
 
 	if k := jsonKind(w.ResponseFormat); k != "" && k != "null" {
 		var rf chatResponseFormat
 		if e := strictDecode(w.ResponseFormat, &rf, "response_format"); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		f := respFormat{Type: rf.Type}
 		if js := rf.JSONSchema; js != nil {
 			f.Name, f.Description, f.Schema, f.Strict = js.Name, js.Description, js.Schema, js.Strict
 		}
-		if req.ResponseFormat, e = openAIResponseFormat(f, "response_format", "response_format.json_schema"); e != nil {
-			return nil, nil, e
+		if d.format, e = openAIResponseFormat(f, "response_format", "response_format.json_schema"); e != nil {
+			return fail(e)
 		}
 	}
-	return req, &w, nil
+	return d
 }
 
 // openAIToolChoice reads tool_choice: "auto" | "none" | "required" or a

@@ -192,8 +192,26 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	if d.err != nil {
 		return nil, nil, d.err
 	}
-	// The derived values are shared by the requests with the same
-	// remainder: each request gets its own copies of what it may change.
+	d.apply(req)
+	return req, &w, nil
+}
+
+// respDerived is what a Responses request's tools, tool_choice and text
+// settings (or a Chat Completions request's tools, tool_choice and
+// response_format) declare, or the error they give; it depends on the request
+// without its input alone, so requests that share that keep it
+// (respDerivations) instead of decoding every tool again on every call.
+type respDerived struct {
+	tools      []llm.ToolSpec
+	toolChoice *llm.ToolChoice
+	format     *llm.ResponseFormat
+	err        *apiError
+}
+
+// apply sets what d declares on req. A respDerived is shared by the
+// requests with the same remainder: each request gets its own copies of
+// what it may change.
+func (d respDerived) apply(req *llm.Request) {
 	req.Tools = slices.Clone(d.tools)
 	if d.toolChoice != nil {
 		tc := *d.toolChoice
@@ -203,18 +221,6 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		rf := *d.format
 		req.ResponseFormat = &rf
 	}
-	return req, &w, nil
-}
-
-// respDerived is what a Responses request's tools, tool_choice and text
-// settings declare, or the error they give; it depends on the request
-// without its input alone, so requests that share that keep it
-// (respDerivations) instead of decoding every tool again on every call.
-type respDerived struct {
-	tools      []llm.ToolSpec
-	toolChoice *llm.ToolChoice
-	format     *llm.ResponseFormat
-	err        *apiError
 }
 
 // respDerivations keeps respDerived by the request's bytes without its
