@@ -121,3 +121,22 @@ func (c *Answers[V]) store(k string, v V) {
 	c.cur[k] = v
 	c.curBytes += len(k)
 }
+
+// Remember is Decode for a value that is not a whole HTTP answer, such as
+// one event of a recorded stream: when remember is set (a replay), raw
+// decoded before gives what it gave then, and raw decoded now without an
+// error is kept. The same sharing rule holds: a kept value is read-only.
+func (c *Answers[V]) Remember(raw []byte, remember bool, decode func([]byte) (V, error)) (V, error) {
+	if !remember {
+		return decode(raw)
+	}
+	if v, ok := c.get(raw); ok {
+		return v, nil
+	}
+	v, err := decode(raw)
+	if err != nil {
+		return v, err
+	}
+	c.put(raw, v)
+	return v, nil
+}

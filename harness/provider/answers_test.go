@@ -69,3 +69,33 @@ func TestAnswersDecodeErrors(t *testing.T) {
 	_, err = c.Decode(&http.Response{Header: http.Header{"Content-Type": {"application/problem+json"}}}, []byte(`{"N":1}`), true, decode)
 	assert.ErrorIs(t, err, failing, "+json is JSON")
 }
+
+// Remember decodes a replayed value once, a live one every time, and keeps
+// no failure.
+func TestAnswersRemember(t *testing.T) {
+	var c provider.Answers[*answer]
+	calls := 0
+	decode := func(raw []byte) (*answer, error) {
+		calls++
+		a := &answer{}
+		return a, json.Unmarshal(raw, a)
+	}
+	first, err := c.Remember([]byte(`{"N":2}`), true, decode)
+	require.NoError(t, err)
+	again, err := c.Remember([]byte(`{"N":2}`), true, decode)
+	require.NoError(t, err)
+	assert.Same(t, first, again)
+	assert.Equal(t, 2, again.N)
+	assert.Equal(t, 1, calls)
+
+	live, err := c.Remember([]byte(`{"N":2}`), false, decode)
+	require.NoError(t, err)
+	assert.NotSame(t, first, live)
+	assert.Equal(t, 2, calls)
+
+	for range 2 {
+		_, err = c.Remember([]byte(`{"N":`), true, decode)
+		require.Error(t, err)
+	}
+	assert.Equal(t, 4, calls, "a failure is decoded again")
+}
