@@ -75,7 +75,8 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 		// parsing them was a third of a streamed call. The type is read from
 		// the data when it leads (as the API writes it), else from the
 		// event: line, which the API sends alongside and keeps equal.
-		if t, ok := leadingType(data); ok {
+		t, leading := leadingType(data)
+		if leading {
 			if !responsesEventsRead[string(t)] {
 				continue
 			}
@@ -83,7 +84,7 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 			continue
 		}
 		var final0 *finalEvent
-		if t, ok := leadingType(data); ok && responsesFinalEvents[string(t)] {
+		if leading && responsesFinalEvents[string(t)] || !leading && responsesFinalEvents[e.Type] {
 			// A final event repeats the whole response; a replay is served
 			// the same ones every run, so each is parsed once per process.
 			f, err := finalEvents.Remember(data, m.cfg.Replay, decodeFinalEvent)
@@ -121,7 +122,7 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 				c.ToolCallDelta = &llm.ToolCallDelta{Index: n, ArgsDelta: ev.Delta}
 			}
 		case "response.completed", "response.incomplete", "response.failed":
-			if final0 == nil { // the type came from the event: line
+			if final0 == nil { // the data's type is final, its event: line not
 				final0 = &finalEvent{}
 				final0.response, final0.err = decodeStreamedResponse(ev.Response)
 			}
@@ -174,9 +175,9 @@ func decodeFinalEvent(data []byte) (*finalEvent, error) {
 	if err := json.Unmarshal(data, &f.ev); err != nil {
 		return nil, err
 	}
-	if responsesFinalEvents[f.ev.Type] {
-		f.response, f.err = decodeStreamedResponse(f.ev.Response)
-	}
+	// Decoded whatever the data's type says: the event: line may have
+	// routed it here, and a type that is not final leaves it unread.
+	f.response, f.err = decodeStreamedResponse(f.ev.Response)
 	return f, nil
 }
 
