@@ -93,8 +93,9 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 			}
 			ev, final0 = f.ev, f
 		} else {
-			ev = responsesEvent{}
-			if err := json.Unmarshal(data, &ev); err != nil {
+			// The deltas are small but many: over a hundred a turn.
+			var err error
+			if ev, err = readEvents.Remember(data, m.cfg.Replay, decodeEvent); err != nil {
 				return nil, m.cfg.BadResponse(fmt.Errorf("stream event %s: %w", e.Type, err))
 			}
 		}
@@ -167,6 +168,17 @@ type finalEvent struct {
 
 // finalEvents are the final events replays parsed (see provider.Answers).
 var finalEvents provider.Answers[*finalEvent]
+
+// readEvents are the other events replays parsed; a kept one's raw
+// members are shared and only read.
+var readEvents provider.Answers[responsesEvent]
+
+// decodeEvent parses an event that is not final.
+func decodeEvent(data []byte) (responsesEvent, error) {
+	var ev responsesEvent
+	err := json.Unmarshal(data, &ev)
+	return ev, err
+}
 
 // decodeFinalEvent parses a final event; only its not being an event at
 // all is an error, as streamResponses reports the rest in its own order.
