@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/dageval/dageval/harness/llm"
+	"github.com/dageval/dageval/harness/provider"
 )
 
 // chatChunk is the part of a Chat Completions stream chunk the adapter
@@ -37,6 +38,19 @@ type chatChunk struct {
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// chatChunks are the chunks replays parsed (see provider.Answers); add
+// only reads a kept one.
+var chatChunks provider.Answers[*chatChunk]
+
+// decodeChatChunk parses one chunk.
+func decodeChatChunk(data []byte) (*chatChunk, error) {
+	c := &chatChunk{}
+	if err := json.Unmarshal(data, c); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 type chatDelta struct {
@@ -181,15 +195,16 @@ func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewPara
 	events := ssestream.NewDecoder(raw)
 	r := &chatResult{}
 	done := false
-	var c chatChunk
 	for events.Next() {
 		data := events.Event().Data
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			done = true
 			break
 		}
-		c = chatChunk{}
-		if err := json.Unmarshal(data, &c); err != nil {
+		// Parsing the chunks was over a third of a replayed streamed run,
+		// and a replay is served the same ones every run.
+		c, err := chatChunks.Remember(data, m.cfg.Replay, decodeChatChunk)
+		if err != nil {
 			return nil, m.cfg.BadResponse(fmt.Errorf("stream chunk: %w", err))
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -197,7 +212,7 @@ func (m *Model) streamChat(ctx context.Context, params sdk.ChatCompletionNewPara
 			// when the upstream provider fails mid-answer).
 			return nil, m.classify(ctx, &ssestream.StreamError{Message: "received error while streaming: " + string(c.Error), Event: events.Event()}, capture)
 		}
-		if !r.add(&c, emit) {
+		if !r.add(c, emit) {
 			return nil, nil
 		}
 	}
