@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -47,6 +48,18 @@ type streamEvent struct {
 		StopReason  sdk.StopReason `json:"stop_reason"`
 	} `json:"delta"`
 	Usage *streamUsage `json:"usage"`
+}
+
+// streamEvents are the events replays parsed (see provider.Answers).
+var streamEvents provider.Answers[*streamEvent]
+
+// decodeStreamEvent parses one event.
+func decodeStreamEvent(data []byte) (*streamEvent, error) {
+	ev := &streamEvent{}
+	if err := json.Unmarshal(data, ev); err != nil {
+		return nil, err
+	}
+	return ev, nil
 }
 
 // streamUsage holds pointers because message_delta carries only the counts
@@ -126,10 +139,13 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emi
 		if len(data) == 0 {
 			continue
 		}
-		ev = streamEvent{}
-		if err := json.Unmarshal(data, &ev); err != nil {
+		// A replay is served the same events every run; each is parsed once
+		// per process and only read here.
+		pe, err := streamEvents.Remember(data, m.cfg.Replay, decodeStreamEvent)
+		if err != nil {
 			return nil, m.cfg.BadResponse(fmt.Errorf("stream event %s: %w", e.Type, err))
 		}
+		ev = *pe
 		var c llm.Chunk
 		switch e.Type {
 		case "message_start":
@@ -145,17 +161,18 @@ func (m *Model) streamOnce(ctx context.Context, params sdk.MessageNewParams, emi
 				stop = ev.Delta.StopReason
 			}
 			if ev.Usage != nil {
-				if ev.Usage.OutputTokens == nil {
-					ev.Usage.OutputTokens = new(int64)
+				u := *ev.Usage // the event may be shared
+				if u.OutputTokens == nil {
+					u.OutputTokens = new(int64)
 				}
-				ev.Usage.into(&usage)
+				u.into(&usage)
 			}
 		case "content_block_start":
 			cb := ev.ContentBlock
 			if cb == nil || ev.Index != len(blocks) {
 				return nil, m.cfg.BadResponse(fmt.Errorf("received event of type %s for content block at index %d, expected index %d", e.Type, ev.Index, len(blocks)))
 			}
-			blocks = append(blocks, block{typ: cb.Type, text: cb.Text, thinking: cb.Thinking, signature: cb.Signature, data: cb.Data, id: cb.ID, name: cb.Name, input: cb.Input})
+			blocks = append(blocks, block{typ: cb.Type, text: cb.Text, thinking: cb.Thinking, signature: cb.Signature, data: cb.Data, id: cb.ID, name: cb.Name, input: slices.Clip(cb.Input)}) // appended to below; the event may be shared
 			if cb.Type == "tool_use" {
 				n := len(tools)
 				tools[ev.Index] = n
