@@ -38,6 +38,22 @@ func preEncode[T marshalParam, PT param.InferPtr[T]](p T) (T, int) {
 // does).
 const escapeHTML = true
 
+// holeFor puts a hole in place of the list in a request shell when its
+// elements have encodings to splice, adding those to lists; false when
+// they have none, and the shell then holds the list itself.
+func holeFor[S ~[]T, T interface {
+	provider.Element
+	param.ParamStruct
+}, PtrT param.InferPtr[T]](list *S, lists *[][][]byte) bool {
+	elems, ok := provider.ListJSON([]T(*list), escapeHTML)
+	if !ok {
+		return false
+	}
+	*list = S{param.Override[T, PtrT](provider.Hole(len(*lists)))}
+	*lists = append(*lists, elems)
+	return true
+}
+
 // shellKey is what a request's shell (see provider.Shells) is built from
 // besides its model's config: its settings, and which of its lists are
 // spliced (bit k for list k).
@@ -57,23 +73,17 @@ func (m *Model) spliced(p sdk.MessageNewParams, settings provider.Settings, keye
 	shell := p
 	var lists [][][]byte
 	key := shellKey{settings: settings}
-	if elems, ok := provider.ListJSON(p.System, escapeHTML); ok {
-		shell.System = []sdk.TextBlockParam{param.Override[sdk.TextBlockParam](provider.Hole(len(lists)))}
-		lists = append(lists, elems)
+	if holeFor(&shell.System, &lists) {
 		key.spliced |= 1
 	} else if len(p.System) > 0 {
 		keyed = false // the shell holds the system prompt
 	}
-	if elems, ok := provider.ListJSON(p.Messages, escapeHTML); ok {
-		shell.Messages = []sdk.MessageParam{param.Override[sdk.MessageParam](provider.Hole(len(lists)))}
-		lists = append(lists, elems)
+	if holeFor(&shell.Messages, &lists) {
 		key.spliced |= 2
 	} else if len(p.Messages) > 0 {
 		keyed = false
 	}
-	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
-		shell.Tools = []sdk.ToolUnionParam{param.Override[sdk.ToolUnionParam](provider.Hole(len(lists)))}
-		lists = append(lists, elems)
+	if holeFor(&shell.Tools, &lists) {
 		key.spliced |= 4
 	} else if len(p.Tools) > 0 {
 		keyed = false

@@ -39,6 +39,22 @@ func preEncode[T marshalParam, PT param.InferPtr[T]](p T) (T, int) {
 // not).
 const escapeHTML = false
 
+// holeFor puts a hole in place of the list in a request shell when its
+// elements have encodings to splice, adding those to lists; false when
+// they have none, and the shell then holds the list itself.
+func holeFor[S ~[]T, T interface {
+	provider.Element
+	param.ParamStruct
+}, PtrT param.InferPtr[T]](list *S, lists *[][][]byte) bool {
+	elems, ok := provider.ListJSON([]T(*list), escapeHTML)
+	if !ok {
+		return false
+	}
+	*list = S{param.Override[T, PtrT](provider.Hole(len(*lists)))}
+	*lists = append(*lists, elems)
+	return true
+}
+
 // shellKey is what a request's shell (see provider.Shells) is built from
 // besides its model's config: its settings, whether it streams, its
 // system prompt where the shell holds it, and which of its lists are
@@ -60,16 +76,12 @@ func (m *Model) splicedResponses(p responses.ResponseNewParams, settings provide
 	shell := p
 	var lists [][][]byte
 	key := shellKey{settings: settings, system: p.Instructions.Value}
-	if elems, ok := provider.ListJSON(p.Input.OfInputItemList, escapeHTML); ok {
-		shell.Input.OfInputItemList = responses.ResponseInputParam{param.Override[responses.ResponseInputItemUnionParam](provider.Hole(len(lists)))}
-		lists = append(lists, elems)
+	if holeFor(&shell.Input.OfInputItemList, &lists) {
 		key.spliced |= 1
 	} else if len(p.Input.OfInputItemList) > 0 || !param.IsOmitted(p.Input.OfString) {
 		keyed = false // the shell holds the input
 	}
-	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
-		shell.Tools = []responses.ToolUnionParam{param.Override[responses.ToolUnionParam](provider.Hole(len(lists)))}
-		lists = append(lists, elems)
+	if holeFor(&shell.Tools, &lists) {
 		key.spliced |= 2
 	} else if len(p.Tools) > 0 {
 		keyed = false
@@ -86,16 +98,12 @@ func (m *Model) splicedChat(p sdk.ChatCompletionNewParams, settings provider.Set
 	shell := p
 	var lists [][][]byte
 	key := shellKey{settings: settings, stream: stream}
-	if elems, ok := provider.ListJSON(p.Messages, escapeHTML); ok {
-		shell.Messages = []sdk.ChatCompletionMessageParamUnion{param.Override[sdk.ChatCompletionMessageParamUnion](provider.Hole(len(lists)))}
-		lists = append(lists, elems)
+	if holeFor(&shell.Messages, &lists) {
 		key.spliced |= 1
 	} else if len(p.Messages) > 0 {
 		keyed = false // the shell holds the messages
 	}
-	if elems, ok := provider.ListJSON(p.Tools, escapeHTML); ok {
-		shell.Tools = []sdk.ChatCompletionToolUnionParam{param.Override[sdk.ChatCompletionToolUnionParam](provider.Hole(len(lists)))}
-		lists = append(lists, elems)
+	if holeFor(&shell.Tools, &lists) {
 		key.spliced |= 2
 	} else if len(p.Tools) > 0 {
 		keyed = false
