@@ -465,6 +465,7 @@ type exec struct {
 	tokenStream  bool
 	pendingTools map[string]*ToolResponse
 	hist         history
+	ts           toolSteps
 	chain        ModelHandler // every WrapModelCall around callModel
 	// jobs hands the extra calls of a turn with several tool calls to
 	// the invocation's workers (see runParallel); workers counts them.
@@ -678,22 +679,25 @@ func (ex *exec) model(ctx context.Context) (*Result, error) {
 	}
 	a := ex.a
 	ex.r.emit(Event{Type: EventModelStart, Agent: ex.r.path, Step: ex.steps})
-	req := &ModelRequest{
-		Request: llm.Request{
-			System:      a.cfg.System,
-			Messages:    ex.st.Messages,
-			Tools:       a.specs,
-			MaxTokens:   a.cfg.MaxTokens,
-			Temperature: a.cfg.Temperature,
-			Seed:        a.cfg.Seed,
+	ms := &modelStep{
+		req: ModelRequest{
+			Request: llm.Request{
+				System:      a.cfg.System,
+				Messages:    ex.st.Messages,
+				Tools:       a.specs,
+				MaxTokens:   a.cfg.MaxTokens,
+				Temperature: a.cfg.Temperature,
+				Seed:        a.cfg.Seed,
+			},
+			Model: a.cfg.Model,
+			State: ex.st,
 		},
-		Model: a.cfg.Model,
-		State: ex.st,
+		ctx: slotCtx{Context: ctx, slot: slot{id: "model"}},
 	}
 	if ex.chain == nil {
 		ex.chain = ex.modelChain()
 	}
-	resp, err := ex.chain(withSlot(ctx, "model"), req)
+	resp, err := ex.chain(&ms.ctx, &ms.req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -719,7 +723,9 @@ func (ex *exec) model(ctx context.Context) (*Result, error) {
 	ex.usage.Add(resp.Response.Usage)
 	// The wrapper's update (e.g. a summarization event) lands before the
 	// new message; jumps belong to hooks, not to model wrappers.
-	u := &Update{Messages: []llm.Message{msg}}
+	ms.msg[0] = msg
+	ms.u.Messages = ms.msg[:]
+	u := &ms.u
 	if sa := ex.structuredAnswer(msg); resp.Update != nil || !sa.IsEmpty() {
 		u = resp.Update.Merge(u).Merge(sa)
 	}
@@ -737,6 +743,16 @@ func (ex *exec) model(ctx context.Context) (*Result, error) {
 		ex.r.emit(Event{Type: EventModelEnd, Agent: ex.r.path, Step: ex.steps, Response: &final})
 	}
 	return nil, ex.save(ctx, nil, nil)
+}
+
+// modelStep is what a model step allocates, in one allocation: the
+// request, the model slot's context, and the update that adds the answer
+// (which apply copies, so nothing keeps it).
+type modelStep struct {
+	req ModelRequest
+	ctx slotCtx
+	u   Update
+	msg [1]llm.Message
 }
 
 func (ex *exec) modelChain() ModelHandler {
@@ -846,27 +862,11 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 	for i := range calls {
 		ex.r.emit(Event{Type: EventToolStart, Agent: ex.r.path, Step: ex.steps, ToolCall: &calls[i]})
 	}
-	type outcome struct {
-		resp   *ToolResponse
-		err    error
-		events []Event
-	}
-	outs := make([]outcome, len(calls))
-	runOne := func(i int) {
-		call := calls[i]
-		if prev, ok := ex.pendingTools[call.ID]; ok {
-			outs[i] = outcome{resp: prev}
-			return
-		}
-		tc := &toolCtx{Context: ctx, slot: slot{prefix: "tools:", id: call.ID}, tr: toolRun{call: call, base: ex.st, keys: ex.a.keys}}
-		tc.req = ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st}
-		tr := &tc.tr
-		resp, err := ex.callTool(tc, tr, &tc.req)
-		tr.mu.Lock()
-		outs[i] = outcome{resp: resp, err: err, events: tr.events}
-		tr.mu.Unlock()
-	}
-	ex.runParallel(len(calls), runOne)
+	outs := ex.startTools(ctx, calls)
+	// The step's slices are the invocation's, reused by the next step;
+	// none of what they hold is kept past this function.
+	defer ex.endTools()
+	ex.runParallel(len(calls), ex.ts.run)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -899,7 +899,7 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		return ex.interrupted(ctx, nil, done, ints...)
 	}
 	if ex.r.emitter == nil {
-		if u := joinResults(len(outs), func(i int) *ToolResponse { return outs[i].resp }); u != nil {
+		if u := joinResults(len(outs), func(i int) *ToolResponse { return outs[i].resp }, &ex.ts); u != nil {
 			st, err := ex.apply(u)
 			if err != nil {
 				return nil, fmt.Errorf("agent: tools: %w", err)
@@ -936,13 +936,72 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 	return nil, ex.save(ctx, nil, nil)
 }
 
+// toolOutcome is what one call of a tool step returned.
+type toolOutcome struct {
+	resp   *ToolResponse
+	err    error
+	events []Event
+}
+
+// toolSteps holds what the calls of the tool step in progress share, kept
+// on the invocation so that a step allocates neither its outcomes nor the
+// function its workers run (runTool, bound once).
+type toolSteps struct {
+	ctx   context.Context
+	calls []llm.ToolCall
+	outs  []toolOutcome
+	run   func(i int)
+	// u and msgs are the update joinResults builds.
+	u    Update
+	msgs []llm.Message
+}
+
+// startTools readies the step's calls and returns their outcome slots.
+func (ex *exec) startTools(ctx context.Context, calls []llm.ToolCall) []toolOutcome {
+	ts := &ex.ts
+	if ts.run == nil {
+		ts.run = ex.runTool
+	}
+	if cap(ts.outs) < len(calls) {
+		ts.outs = make([]toolOutcome, len(calls))
+	}
+	ts.ctx, ts.calls, ts.outs = ctx, calls, ts.outs[:len(calls)]
+	return ts.outs
+}
+
+// endTools drops the step's references, so that the invocation keeps no
+// response or event of a finished step alive.
+func (ex *exec) endTools() {
+	ts := &ex.ts
+	clear(ts.outs)
+	clear(ts.msgs)
+	ts.ctx, ts.calls, ts.outs, ts.msgs, ts.u = nil, nil, ts.outs[:0], ts.msgs[:0], Update{}
+}
+
+// runTool runs call i of the step in progress into its outcome slot.
+func (ex *exec) runTool(i int) {
+	ts := &ex.ts
+	call := ts.calls[i]
+	if prev, ok := ex.pendingTools[call.ID]; ok {
+		ts.outs[i] = toolOutcome{resp: prev}
+		return
+	}
+	tc := &toolCtx{Context: ts.ctx, slot: slot{prefix: "tools:", id: call.ID}, tr: toolRun{call: call, base: ex.st, keys: ex.a.keys}}
+	tc.req = ToolRequest{Call: call, Tool: ex.a.tools[call.Name], State: ex.st}
+	tr := &tc.tr
+	resp, err := ex.callTool(tc, tr, &tc.req)
+	tr.mu.Lock()
+	ts.outs[i] = toolOutcome{resp: resp, err: err, events: tr.events}
+	tr.mu.Unlock()
+}
+
 // joinResults returns one update that applies the results of a tool step
 // as applying them one by one would, or nil when it cannot say so: a step
 // applies as one state instead of one state (and one copy of the files)
 // per call. It joins results whose updates change files only and whose
 // messages have no id (so each appends); a later call's file wins, as it
 // would applied after.
-func joinResults(n int, resp func(i int) *ToolResponse) *Update {
+func joinResults(n int, resp func(i int) *ToolResponse, ts *toolSteps) *Update {
 	var files map[string]*FileData
 	shared := false // files is a response's own map
 	for i := range n {
@@ -969,11 +1028,14 @@ func joinResults(n int, resp func(i int) *ToolResponse) *Update {
 			maps.Copy(files, u.Files)
 		}
 	}
-	msgs := make([]llm.Message, n)
+	// Built in the step's scratch: apply copies what it keeps.
+	msgs := slices.Grow(ts.msgs[:0], n)[:n]
 	for i := range msgs {
 		msgs[i] = resp(i).Message
 	}
-	return &Update{Messages: msgs, Files: files}
+	ts.msgs = msgs
+	ts.u = Update{Messages: msgs, Files: files}
+	return &ts.u
 }
 
 // runParallel runs run(0) … run(n-1) at the same time and returns when all

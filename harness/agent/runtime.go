@@ -52,6 +52,8 @@ type toolRun struct {
 	keys    map[string]StateKey
 	mu      sync.Mutex
 	updates []*Update
+	// first backs updates while a call has made one update, as most do.
+	first [1]*Update
 	// consumed counts the updates already folded into the tool's response.
 	consumed int
 	view     *State
@@ -230,6 +232,9 @@ func UpdateState(ctx context.Context, u *Update) error {
 		return nil
 	}
 	tr.mu.Lock()
+	if tr.updates == nil {
+		tr.updates = tr.first[:0]
+	}
 	tr.updates = append(tr.updates, u)
 	tr.view = nil
 	tr.mu.Unlock()
@@ -284,10 +289,6 @@ func InterruptKey(ctx context.Context, key string, payload any) (json.RawMessage
 		return nil, fmt.Errorf("agent: interrupt payload: %w", err)
 	}
 	return nil, &InterruptError{ID: id, Value: raw}
-}
-
-func withSlot(ctx context.Context, id string) context.Context {
-	return &slotCtx{Context: ctx, slot: slot{id: id}}
 }
 
 // slotCtx carries the slot of a hook or of the model call: one allocation

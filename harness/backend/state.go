@@ -156,7 +156,16 @@ func (t stateTable) get(_ context.Context, p string) (FileData, bool, error) {
 }
 
 func (t stateTable) put(ctx context.Context, p string, fd FileData) error {
-	return agent.UpdateState(ctx, &agent.Update{Files: map[string]*FileData{p: &fd}})
+	// The update and the file in one allocation: every write makes one.
+	w := &filePut{fd: fd}
+	w.u.Files = map[string]*FileData{p: &w.fd}
+	return agent.UpdateState(ctx, &w.u)
+}
+
+// filePut is the state update of one written file.
+type filePut struct {
+	u  agent.Update
+	fd FileData
 }
 
 func (t stateTable) remove(ctx context.Context, paths []string) error {
