@@ -466,7 +466,10 @@ type exec struct {
 	pendingTools map[string]*ToolResponse
 	hist         history
 	ts           toolSteps
-	chain        ModelHandler // every WrapModelCall around callModel
+	// afterCtxs are the slot contexts of the coming after-model chain,
+	// allocated with the before-model chain's and seen by no hook yet.
+	afterCtxs []slotCtx
+	chain     ModelHandler // every WrapModelCall around callModel
 	// jobs hands the extra calls of a turn with several tool calls to
 	// the invocation's workers (see runParallel); workers counts them.
 	jobs    chan toolJob
@@ -578,8 +581,21 @@ func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done 
 	// one per hook; each hook still gets a context of its own, which it
 	// may keep.
 	var ctxs []slotCtx
-	if ex.pos.Index < n {
-		ctxs = make([]slotCtx, n-ex.pos.Index)
+	if m := n - ex.pos.Index; m > 0 {
+		switch {
+		case phase == PhaseAfterModel && len(ex.afterCtxs) == m:
+			ctxs = ex.afterCtxs
+		case phase == PhaseBeforeModel && m == n:
+			// The after-model chain's contexts come with these:
+			// one allocation per model step for both chains.
+			both := make([]slotCtx, 2*n)
+			ctxs, ex.afterCtxs = both[:n:n], both[n:]
+		default:
+			ctxs = make([]slotCtx, m)
+		}
+		if phase == PhaseAfterModel {
+			ex.afterCtxs = nil
+		}
 	}
 	for k := ex.pos.Index; k < n; k++ {
 		i := k
@@ -771,7 +787,8 @@ func (ex *exec) modelChain() ModelHandler {
 // callModel is the innermost model handler: it adds the structured output
 // contract and calls the model.
 func (ex *exec) callModel(ctx context.Context, mr *ModelRequest) (*ModelResponse, error) {
-	req := mr.Request
+	c := &modelCall{req: mr.Request}
+	req := &c.req
 	if f := ex.a.format; f != nil {
 		if f.Strategy == StrategyTool {
 			req.Tools = append(slices.Clip(req.Tools), ex.a.formatTS)
@@ -784,13 +801,21 @@ func (ex *exec) callModel(ctx context.Context, mr *ModelRequest) (*ModelResponse
 		model = ex.a.cfg.Model
 	}
 	if sm, ok := model.(llm.StreamingModel); ok && ex.tokenStream {
-		return ex.streamModel(ctx, sm, &req)
+		return ex.streamModel(ctx, sm, req)
 	}
-	resp, err := model.Generate(ctx, &req)
+	resp, err := model.Generate(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return &ModelResponse{Response: resp}, nil
+	c.resp.Response = resp
+	return &c.resp, nil
+}
+
+// modelCall is the model's copy of a request and the response it gave, in
+// one allocation.
+type modelCall struct {
+	req  llm.Request
+	resp ModelResponse
 }
 
 // streamModel calls the model through Stream, emitting its chunks. It is
@@ -885,7 +910,14 @@ func (ex *exec) toolStep(ctx context.Context) (*Result, error) {
 		done := map[string]*ToolResponse{}
 		for i, o := range outs {
 			if o.err == nil {
-				done[calls[i].ID] = o.resp
+				// Copied: the checkpoint keeps it, and a response
+				// may live in its call's context (see execute).
+				r := o.resp
+				if r != nil {
+					c := *r
+					r = &c
+				}
+				done[calls[i].ID] = r
 			}
 		}
 		for _, o := range outs {
@@ -1155,6 +1187,14 @@ func (a *Agent) execute(ctx context.Context, tr *toolRun, req *ToolRequest) (res
 			}
 		}
 		tr.consumed = len(tr.updates)
+		if !tr.answered {
+			// The call's first response lives in its toolRun: one
+			// allocation less per call. A wrapper that runs the tool
+			// again gets responses of their own.
+			tr.answered = true
+			tr.resp = ToolResponse{Message: m, Update: u}
+			return &tr.resp
+		}
 		return &ToolResponse{Message: m, Update: u}
 	}
 	if req.Tool == nil {

@@ -58,6 +58,9 @@ type toolRun struct {
 	consumed int
 	view     *State
 	events   []Event
+	// resp is the response of the call's first run (see execute).
+	resp     ToolResponse
+	answered bool
 }
 
 type toolKey struct{}
