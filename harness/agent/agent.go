@@ -1002,11 +1002,11 @@ func (ex *exec) startTools(ctx context.Context, calls []llm.ToolCall) []toolOutc
 }
 
 // endTools drops the step's references, so that the invocation keeps no
-// response or event of a finished step alive.
+// response or event of a finished step alive. The joined messages are left
+// as they are: the history holds the same messages.
 func (ex *exec) endTools() {
 	ts := &ex.ts
 	clear(ts.outs)
-	clear(ts.msgs)
 	ts.ctx, ts.calls, ts.outs, ts.msgs, ts.u = nil, nil, ts.outs[:0], ts.msgs[:0], Update{}
 }
 
