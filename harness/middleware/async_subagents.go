@@ -98,11 +98,7 @@ func NewAsyncSubAgentMiddleware(opts AsyncSubAgentOptions) (*AsyncSubAgentMiddle
 		if d := opts.ToolDescriptions[name]; d != "" {
 			desc = strings.ReplaceAll(d, "{available_agents}", list)
 		}
-		t, err := tool.Validated(&tool.Func{ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(schema)}, Fn: fn})
-		if err != nil {
-			panic(err) // the schemas are constants
-		}
-		return t
+		return tool.ValidatedBy(&tool.Func{ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(schema)}, Fn: fn}, tool.BuiltinSchema(json.RawMessage(schema)))
 	}
 	m.tools = []tool.Tool{
 		mk("start_async_task", "Start a long-running task on a remote subagent and return at once with its task_id; the subagent keeps working while you do other things.\n\nAvailable async subagent types:\n"+list+"\n\nThe description must be self-contained: the remote agent sees nothing else.",

@@ -105,7 +105,7 @@ func (m *Filesystem) buildTools() []tool.Tool {
 			out = append(out, f)
 			continue
 		}
-		out = append(out, tool.Must(tool.Validated(f)))
+		out = append(out, tool.ValidatedBy(f, argSchemas[name]))
 	}
 	return out
 }
@@ -124,15 +124,12 @@ func containsString(ss []string, s string) bool {
 // usual arguments proves them valid too, so a call reads them once.
 var selfValidated = map[string]bool{ToolLs: true, ToolReadFile: true, ToolWriteFile: true, ToolEditFile: true, ToolDelete: true}
 
-// argSchemas are the parsed schemas of the selfValidated tools.
+// argSchemas are the schemas of the filesystem tools, parsed when a call
+// first needs one (tool.BuiltinSchema), not at program start.
 var argSchemas = func() map[string]*tool.Schema {
-	out := make(map[string]*tool.Schema, len(selfValidated))
-	for name := range selfValidated {
-		s, err := tool.ParseSchema(toolParams[name])
-		if err != nil {
-			panic(fmt.Sprintf("schema of %s: %v", name, err))
-		}
-		out[name] = s
+	out := make(map[string]*tool.Schema, len(toolParams))
+	for name, raw := range toolParams {
+		out[name] = tool.BuiltinSchema(raw)
 	}
 	return out
 }()
@@ -148,7 +145,7 @@ func decode[T any](name string, raw json.RawMessage, dst *T, fields ...argField)
 	if decodeFields(raw, fields) {
 		return nil
 	}
-	if s := argSchemas[name]; s != nil {
+	if s := argSchemas[name]; s != nil && selfValidated[name] {
 		if err := s.Validate(raw); err != nil {
 			r := tool.InvalidArgs(name, err)
 			return &r

@@ -83,16 +83,15 @@ func NewSubAgentMiddleware(opts SubAgentOptions) (*SubAgentMiddleware, error) {
 		Description: m.description(),
 		Parameters:  taskParams,
 	}, Fn: m.runTask}
-	validated, err := tool.Validated(m.task)
-	if err != nil {
-		return nil, err
-	}
-	m.task = validated
+	m.task = tool.ValidatedBy(m.task, taskParsed)
 	return m, nil
 }
 
 // taskParams is the task tool's schema, shared by every instance.
 var taskParams = json.RawMessage(taskSchema)
+
+// taskParsed is taskParams, parsed when a task call is first validated.
+var taskParsed = tool.BuiltinSchema(taskParams)
 
 const taskSchema = `{"type":"object","properties":{"description":{"type":"string","description":"The complete task for the subagent: everything it needs to know, and what it should return."},"subagent_type":{"type":"string","description":"Which subagent to run; one of the types listed in the tool description."}},"required":["description","subagent_type"]}`
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -172,19 +171,12 @@ type writeTodosArgs struct {
 	Todos []agent.Todo `json:"todos"`
 }
 
-// writeTodosParsed is parsed once, on first use rather than at program
-// start; the schema is a constant, so a failure is a programming error
-// caught by the package's tests.
-var writeTodosParsed = sync.OnceValue(func() *tool.Schema {
-	s, err := tool.ParseSchema(json.RawMessage(writeTodosSchema))
-	if err != nil {
-		panic(fmt.Sprintf("middleware: write_todos schema: %v", err))
-	}
-	return s
-})
+// writeTodosParsed is parsed when a call is first validated, not at program
+// start or when an agent is assembled (tool.BuiltinSchema).
+var writeTodosParsed = tool.BuiltinSchema(json.RawMessage(writeTodosSchema))
 
 func newWriteTodos(description string) tool.Tool {
-	schema := writeTodosParsed()
+	schema := writeTodosParsed
 	return &tool.Func{
 		ToolSpec: llm.ToolSpec{Name: WriteTodosTool, Description: description, Parameters: schema.JSON()},
 		Fn: func(ctx context.Context, raw json.RawMessage) (tool.Result, error) {

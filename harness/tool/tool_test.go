@@ -3,6 +3,7 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -130,4 +131,30 @@ func TestSchemasAreShared(t *testing.T) {
 	for range 8 {
 		<-done
 	}
+}
+
+// A built-in schema shows its compacted document at once and validates as
+// ParseSchema's does; a broken document is found on the first Validate.
+func TestBuiltinSchema(t *testing.T) {
+	doc := "{\n  \"type\": \"object\",\n  \"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 1}},\n  \"required\": [\"n\"]\n}"
+	b := tool.BuiltinSchema(json.RawMessage(doc))
+	p, err := tool.ParseSchema(json.RawMessage(doc))
+	require.NoError(t, err)
+	assert.Equal(t, string(p.JSON()), string(b.JSON()))
+	for _, args := range []string{`{"n":1}`, `{"n":0}`, `{}`, `{"n":"x"}`, `not json`, ``} {
+		assert.Equal(t, fmt.Sprint(p.Validate(json.RawMessage(args))), fmt.Sprint(b.Validate(json.RawMessage(args))), args)
+	}
+
+	v := tool.ValidatedBy(&tool.Func{
+		ToolSpec: llm.ToolSpec{Name: "count", Parameters: json.RawMessage(doc)},
+		Fn:       func(context.Context, json.RawMessage) (tool.Result, error) { return tool.Text("ok"), nil },
+	}, b)
+	res, err := v.Call(t.Context(), json.RawMessage(`{"n":0}`))
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	res, _ = v.Call(t.Context(), json.RawMessage(`{"n":2}`))
+	assert.Equal(t, "ok", res.Text())
+
+	broken := tool.BuiltinSchema(json.RawMessage(`{"type":7}`))
+	assert.Panics(t, func() { _ = broken.Validate(json.RawMessage(`{}`)) })
 }

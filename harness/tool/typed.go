@@ -19,6 +19,36 @@ type Schema struct {
 	raw      json.RawMessage
 	resolved *jsonschema.Resolved
 	quick    *quickCheck // nil unless the schema is flat
+	lazy     *lazySchema // set by BuiltinSchema until Validate needs the parsed form
+}
+
+// lazySchema parses a built-in document on first use.
+type lazySchema struct {
+	once sync.Once
+	raw  json.RawMessage
+	s    *Schema
+}
+
+func (l *lazySchema) get() *Schema {
+	l.once.Do(func() {
+		s, err := ParseSchema(l.raw)
+		if err != nil {
+			panic(fmt.Sprintf("tool: built-in schema %s: %v", l.raw, err))
+		}
+		l.s = s
+	})
+	return l.s
+}
+
+// BuiltinSchema is ParseSchema for a document compiled into the program,
+// which the tests of the package holding it parse: it is parsed and
+// resolved when it first validates arguments rather than now, since
+// assembling an agent (dageval assemble, snapshot tests) shows the model
+// its tools' schemas but validates no arguments, and parsing them was a
+// large part of a short command's time. JSON is the compacted document at
+// once. An invalid document makes that first Validate panic.
+func BuiltinSchema(raw json.RawMessage) *Schema {
+	return &Schema{raw: compact(raw), lazy: &lazySchema{raw: raw}}
 }
 
 // Resolved schemas are immutable and safe for concurrent use, so equal
@@ -116,6 +146,9 @@ func (s *Schema) JSON() json.RawMessage { return s.raw }
 func (s *Schema) Validate(args json.RawMessage) error {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
+	}
+	if s.lazy != nil {
+		s = s.lazy.get()
 	}
 	if s.quick != nil && s.quick.valid(args) {
 		return nil
@@ -221,6 +254,10 @@ func Validated(t Tool) (Tool, error) {
 	}
 	return &validated{Tool: t, schema: s}, nil
 }
+
+// ValidatedBy is Validated with the schema given, for a tool whose spec's
+// schema is a BuiltinSchema's document.
+func ValidatedBy(t Tool, s *Schema) Tool { return &validated{Tool: t, schema: s} }
 
 type validated struct {
 	Tool
