@@ -176,8 +176,9 @@ var antResumes resumes[antState]
 
 func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiError) {
 	var w antRequest
-	if elems, _, _, ok := decodeBody(&antSkeletons, body, &w, "messages", nil); ok {
-		w.Messages = elems
+	var skeleton []byte
+	if elems, _, sk, ok := decodeBody(&antSkeletons, body, &w, "messages", nil); ok {
+		w.Messages, skeleton = elems, sk
 	} else {
 		w = antRequest{}
 		if e := strictDecode(body, &w, "request body"); e != nil {
@@ -292,86 +293,135 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		return nil, nil, badRequest("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s. Each tool_use block must have a corresponding tool_result block in the next message.", len(w.Messages)-1, strings.Join(pending, ", "))
 	}
 
+	var d antDerived
+	if skeleton != nil {
+		d, _ = antDerivations.decode(skeleton, func() (antDerived, *apiError) { return deriveAnt(&w), nil })
+	} else {
+		d = deriveAnt(&w)
+	}
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	d.apply(req)
+	return req, &w, nil
+}
+
+// antDerived is what a Messages request's tools, tool_choice, thinking and
+// output format declare, or the error they give; it depends on the request
+// without its messages alone, so requests that share that keep it
+// (antDerivations) instead of decoding every tool again on every call.
+type antDerived struct {
+	tools      []llm.ToolSpec
+	toolChoice *llm.ToolChoice
+	thinking   *llm.Thinking
+	format     *llm.ResponseFormat
+	err        *apiError
+}
+
+// apply sets what d declares on req, each request getting its own copies
+// of what it may change (d is shared).
+func (d antDerived) apply(req *llm.Request) {
+	req.Tools = slices.Clone(d.tools)
+	if d.toolChoice != nil {
+		tc := *d.toolChoice
+		req.ToolChoice = &tc
+	}
+	if d.thinking != nil {
+		th := *d.thinking
+		req.Thinking = &th
+	}
+	if d.format != nil {
+		rf := *d.format
+		req.ResponseFormat = &rf
+	}
+}
+
+// antDerivations keeps antDerived by the request's bytes without its
+// messages (see decodeBody).
+var antDerivations memo[antDerived]
+
+func deriveAnt(w *antRequest) (d antDerived) {
+	fail := func(e *apiError) antDerived { return antDerived{err: e} }
 	// Tools.
 	seen := map[string]bool{}
 	for i, raw := range w.Tools {
 		at := fmt.Sprintf("tools.%d", i)
 		var t antTool
 		if e := strictDecode(raw, &t, at); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		if t.Type != "" && t.Type != "custom" {
-			return nil, nil, badRequest("%s.type: server tool %q is not available on the local server; only custom tools are", at, t.Type)
+			return fail(badRequest("%s.type: server tool %q is not available on the local server; only custom tools are", at, t.Type))
 		}
 		if t.Name == "" {
-			return nil, nil, badRequest("%s.name: Field required", at)
+			return fail(badRequest("%s.name: Field required", at))
 		}
 		if seen[t.Name] {
-			return nil, nil, badRequest("tools: Tool names must be unique, %q appears twice", t.Name)
+			return fail(badRequest("tools: Tool names must be unique, %q appears twice", t.Name))
 		}
 		seen[t.Name] = true
 		if !isJSONObject(t.InputSchema) {
-			return nil, nil, badRequest("%s.input_schema: Field required (a JSON Schema object)", at)
+			return fail(badRequest("%s.input_schema: Field required (a JSON Schema object)", at))
 		}
 		var schema struct {
 			Type string `json:"type"`
 		}
 		_ = json.Unmarshal(t.InputSchema, &schema)
 		if schema.Type != "object" {
-			return nil, nil, badRequest("%s.input_schema.type: Input should be 'object', got %q", at, schema.Type)
+			return fail(badRequest("%s.input_schema.type: Input should be 'object', got %q", at, schema.Type))
 		}
 		spec := toolSpec(t.Name, t.Description, t.InputSchema)
 		spec.CacheControl = t.CacheControl
-		req.Tools = append(req.Tools, spec)
+		d.tools = append(d.tools, spec)
 	}
 
 	if len(w.ToolChoice) > 0 && jsonKind(w.ToolChoice) != "null" {
 		var tc antToolChoice
 		if e := strictDecode(w.ToolChoice, &tc, "tool_choice"); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		switch tc.Type {
 		case "auto":
-			req.ToolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceAuto}
+			d.toolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceAuto}
 		case "any":
-			req.ToolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceAny}
+			d.toolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceAny}
 		case "none":
-			req.ToolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceNone}
+			d.toolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceNone}
 		case "tool":
 			if tc.Name == "" {
-				return nil, nil, badRequest("tool_choice.name: Field required")
+				return fail(badRequest("tool_choice.name: Field required"))
 			}
 			if !seen[tc.Name] {
-				return nil, nil, badRequest("tool_choice.name: tool %q is not among the tools", tc.Name)
+				return fail(badRequest("tool_choice.name: tool %q is not among the tools", tc.Name))
 			}
-			req.ToolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: tc.Name}
+			d.toolChoice = &llm.ToolChoice{Mode: llm.ToolChoiceTool, Name: tc.Name}
 		default:
-			return nil, nil, badRequest("tool_choice.type: expected auto, any, tool or none, got %q", tc.Type)
+			return fail(badRequest("tool_choice.type: expected auto, any, tool or none, got %q", tc.Type))
 		}
-		if tc.Type != "none" && len(req.Tools) == 0 {
-			return nil, nil, badRequest("tool_choice: tool_choice may only be specified while providing tools")
+		if tc.Type != "none" && len(d.tools) == 0 {
+			return fail(badRequest("tool_choice: tool_choice may only be specified while providing tools"))
 		}
 	}
 
 	if len(w.Thinking) > 0 && jsonKind(w.Thinking) != "null" {
 		var th antThinking
 		if e := strictDecode(w.Thinking, &th, "thinking"); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		switch th.Type {
 		case "enabled":
 			if th.BudgetTokens == nil {
-				return nil, nil, badRequest("thinking.enabled.budget_tokens: Field required")
+				return fail(badRequest("thinking.enabled.budget_tokens: Field required"))
 			}
-			if *th.BudgetTokens >= req.MaxTokens {
-				return nil, nil, badRequest("thinking.enabled.budget_tokens: must be less than max_tokens (%d >= %d)", *th.BudgetTokens, req.MaxTokens)
+			if *th.BudgetTokens >= *w.MaxTokens {
+				return fail(badRequest("thinking.enabled.budget_tokens: must be less than max_tokens (%d >= %d)", *th.BudgetTokens, *w.MaxTokens))
 			}
-			req.Thinking = &llm.Thinking{BudgetTokens: *th.BudgetTokens}
+			d.thinking = &llm.Thinking{BudgetTokens: *th.BudgetTokens}
 		case "adaptive":
-			req.Thinking = &llm.Thinking{}
+			d.thinking = &llm.Thinking{}
 		case "disabled":
 		default:
-			return nil, nil, badRequest("thinking.type: expected enabled, adaptive or disabled, got %q", th.Type)
+			return fail(badRequest("thinking.type: expected enabled, adaptive or disabled, got %q", th.Type))
 		}
 	}
 
@@ -380,7 +430,7 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	if len(w.OutputConfig) > 0 && jsonKind(w.OutputConfig) != "null" {
 		var oc antOutputConfig
 		if e := strictDecode(w.OutputConfig, &oc, "output_config"); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		if oc.Format != nil {
 			format, formatAt = marshal(oc.Format), "output_config.format"
@@ -389,17 +439,17 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	if len(format) > 0 && jsonKind(format) != "null" {
 		var f antOutputFormat
 		if e := strictDecode(format, &f, formatAt); e != nil {
-			return nil, nil, e
+			return fail(e)
 		}
 		if f.Type != "json_schema" {
-			return nil, nil, badRequest("%s.type: expected json_schema, got %q", formatAt, f.Type)
+			return fail(badRequest("%s.type: expected json_schema, got %q", formatAt, f.Type))
 		}
 		if !isJSONObject(f.Schema) {
-			return nil, nil, badRequest("%s.schema: Field required (a JSON Schema object)", formatAt)
+			return fail(badRequest("%s.schema: Field required (a JSON Schema object)", formatAt))
 		}
-		req.ResponseFormat = &llm.ResponseFormat{Name: "output", Schema: compactJSON(f.Schema), Strict: true}
+		d.format = &llm.ResponseFormat{Name: "output", Schema: compactJSON(f.Schema), Strict: true}
 	}
-	return req, &w, nil
+	return d
 }
 
 func decodeAntBlock(raw json.RawMessage, at string) (*antBlock, *apiError) {

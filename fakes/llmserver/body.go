@@ -26,11 +26,27 @@ var validJSON memo[bool]
 // it derives from the rest of the request alone. known, when not nil,
 // says how many of the elements the array starts with are known to be
 // valid JSON (they equal, byte for byte, elements of an earlier valid
-// request), which are then not looked up again.
+// request), which are then not looked up again. The body's entry in
+// seenBodies, when it has one, says how an earlier body it starts like
+// was split, which spares scanning again the elements they share.
 func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known func([]json.RawMessage) int) (elems []json.RawMessage, array, skeleton []byte, ok bool) {
-	start, end, elems, ok := historyMember(body, key, known)
+	seen := seenBodies.find(body)
+	var hint *bodySplit
+	alike := 0
+	if seen != nil && seen.hint != nil && seen.hint.key == key {
+		hint, alike = seen.hint, seen.alike
+	}
+	start, end, elems, ok := historyMember(body, key, known, hint, alike)
 	if !ok {
 		return nil, nil, nil, false
+	}
+	if seen != nil {
+		split := &bodySplit{key: key, start: start, bounds: make([][2]int, len(elems))}
+		for i, el := range elems {
+			s := cap(body) - cap(el) // el's offset in body
+			split.bounds[i] = [2]int{s, s + len(el)}
+		}
+		seen.split.Store(split)
 	}
 	skeleton = make([]byte, 0, len(body)-(end-start)+2)
 	skeleton = append(skeleton, body[:start]...)
@@ -48,7 +64,12 @@ func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known 
 // whose keys need no unescaping and that has key once and no other key
 // that encoding/json would match to the same field (it matches
 // case-insensitively), and the array is valid.
-func historyMember(b []byte, key string, known func([]json.RawMessage) int) (start, end int, elems []json.RawMessage, ok bool) {
+//
+// hint, when not nil, is how historyMember split an earlier valid body
+// that b starts with alike for alike bytes: the elements of its array that
+// lie, with the separator after them, within those bytes are b's too, and
+// valid.
+func historyMember(b []byte, key string, known func([]json.RawMessage) int, hint *bodySplit, alike int) (start, end int, elems []json.RawMessage, ok bool) {
 	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return 0, 0, nil, false
@@ -78,7 +99,10 @@ func historyMember(b []byte, key string, known func([]json.RawMessage) int) (sta
 				return 0, 0, nil, false
 			}
 			var valid bool
-			if ve, elems, valid = splitArray(b, vs, known); !valid {
+			if hint != nil && hint.start != vs {
+				hint = nil
+			}
+			if ve, elems, valid = splitArray(b, vs, known, hint, alike); !valid {
 				return 0, 0, nil, false
 			}
 			found, start, end = true, vs, ve
@@ -102,13 +126,31 @@ func historyMember(b []byte, key string, known func([]json.RawMessage) int) (sta
 // An element that equals a valid one is valid and bounded where the scan
 // bounds it, so the scan's own checks of the separators are enough for
 // those.
-func splitArray(b []byte, i int, known func([]json.RawMessage) int) (end int, elems []json.RawMessage, ok bool) {
+//
+// hint, when not nil, is how an earlier valid body b starts like for alike
+// bytes split its array, which starts at b[i] too (see historyMember).
+func splitArray(b []byte, i int, known func([]json.RawMessage) int, hint *bodySplit, alike int) (end int, elems []json.RawMessage, ok bool) {
 	if i >= len(b) || b[i] != '[' {
 		return 0, nil, false
 	}
 	i = jsonscan.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, []json.RawMessage{}, true
+	}
+	shared := 0 // the elements taken from hint
+	if hint != nil {
+		// An element is taken when the next one starts within the bytes
+		// alike: then it, and the separator after it, are the same.
+		for shared+1 < len(hint.bounds) && hint.bounds[shared+1][0] < alike {
+			shared++
+		}
+		if shared > 0 {
+			elems = make([]json.RawMessage, shared, len(hint.bounds)+1)
+			for k := range shared {
+				elems[k] = json.RawMessage(b[hint.bounds[k][0]:hint.bounds[k][1]])
+			}
+			i = hint.bounds[shared][0]
+		}
 	}
 	for {
 		vs := i
@@ -126,6 +168,7 @@ func splitArray(b []byte, i int, known func([]json.RawMessage) int) (end int, el
 			if known != nil {
 				k = known(elems)
 			}
+			k = max(k, shared)
 			for _, el := range elems[k:] {
 				valid, _ := validJSON.decode(el, func() (bool, *apiError) { return json.Valid(el), nil })
 				if !valid {

@@ -2,6 +2,10 @@ package llmserver
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -147,5 +151,45 @@ func TestChatDerivedFromSkeletonMatchWholeDecode(t *testing.T) {
 			assert.Equal(t, wantReq.ToolChoice, got.ToolChoice, body)
 			assert.Equal(t, wantReq.ResponseFormat, got.ResponseFormat, body)
 		}
+	}
+}
+
+// TestSeenBodiesResumeAlike: a body that starts like one seen before is
+// hashed and split from where they differ, and gets what it would from
+// scratch: the same hash, the same elements, the same refusals.
+func TestSeenBodiesResumeAlike(t *testing.T) {
+	msg := func(i int) string {
+		return fmt.Sprintf(`{"role":"user","content":%q}`, strings.Repeat(fmt.Sprintf("m%d ", i), 300))
+	}
+	var msgs []string
+	var bodies []string
+	for i := range 40 {
+		msgs = append(msgs, msg(i))
+		tail := `],"model":"m","max_tokens":5}`
+		bodies = append(bodies, `{"messages":[`+strings.Join(msgs, ",")+tail)
+		if i%5 == 4 {
+			// The same conversation with its latest message broken, or
+			// an earlier one changed.
+			broken := slices.Clone(msgs)
+			broken[len(broken)-1] = `{"role":"user","content":"x"`
+			bodies = append(bodies, `{"messages":[`+strings.Join(broken, ",")+tail)
+			changed := slices.Clone(msgs)
+			changed[i/2] = msg(1000)
+			bodies = append(bodies, `{"messages":[`+strings.Join(changed, ",")+tail)
+			bodies = append(bodies, `{"messages":[`+strings.Join(msgs, " ,\n")+tail)
+		}
+	}
+	for i, s := range bodies {
+		body := []byte(s)
+		h := fnv.New64a()
+		h.Write([]byte("api\x00"))
+		h.Write(body)
+		require.Equal(t, h.Sum64(), seenBodies.hash("api", body), "body %d", i)
+		var got, want antRequest
+		elems, _, _, ok := decodeBody(&antSkeletons, body, &got, "messages", nil)
+		wantElems, _, _, wantOK := decodeBody(&antSkeletons, []byte(s), &want, "messages", nil)
+		require.Equal(t, wantOK, ok, "body %d", i)
+		require.Equal(t, wantElems, elems, "body %d", i)
+		require.Equal(t, want, got, "body %d", i)
 	}
 }

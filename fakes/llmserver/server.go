@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"mime"
 	"net/http"
@@ -346,6 +345,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client went away
 	}
+	seed := seenBodies.hash(api.name(), body)
 	s.mu.Lock()
 	s.calls++
 	call := ServedCall{API: api.name(), Call: s.calls}
@@ -353,7 +353,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := ServedRequest{Call: call.Call, API: call.API, Path: r.URL.Path, Header: cassette.RedactHeaders(r.Header), Body: body}
 	s.served = append(s.served, rec)
 	idx := len(s.served) - 1
-	ids := s.idsFor(api.name(), body)
+	ids := s.idsFor(seed)
 	s.mu.Unlock()
 	requestID := ids.id("req_", 24)
 	update := func(f func(*ServedRequest)) {
@@ -533,12 +533,9 @@ type idSource struct {
 	state uint64
 }
 
-func (s *Server) idsFor(api string, body []byte) *idSource {
-	h := fnv.New64a()
-	h.Write([]byte(api))
-	h.Write([]byte{0})
-	h.Write(body)
-	seed := h.Sum64()
+// idsFor returns the ids of a request whose seed is the FNV-1a hash of its
+// API's name, a zero byte and its body (seenBodies.hash).
+func (s *Server) idsFor(seed uint64) *idSource {
 	n := s.seedSeen[seed]
 	s.seedSeen[seed] = n + 1
 	return &idSource{state: seed ^ uint64(n+1)*0x9E3779B97F4A7C15}
