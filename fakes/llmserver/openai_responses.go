@@ -689,10 +689,17 @@ func (responsesAPI) write(w *responseWriter, call ServedCall, wireReq any, resp 
 	var s sse
 	seq := 0
 	add := func(typ string, fields map[string]any) {
-		fields["type"] = typ
-		fields["sequence_number"] = seq
+		// The API writes type and sequence_number first; the other
+		// members follow in encoding/json's order for maps, sorted, so
+		// events are stable.
+		data := fmt.Appendf(nil, `{"type":%s,"sequence_number":%d`, marshal(typ), seq)
 		seq++
-		s.add(typ, fields) // encoding/json sorts map keys, so events are stable
+		if rest := marshal(fields); len(rest) > 2 {
+			data = append(append(data, ','), rest[1:]...)
+		} else {
+			data = append(data, '}')
+		}
+		s.add(typ, data)
 	}
 	pending := out
 	pending.Status, pending.Output, pending.Usage, pending.IncompleteDetails = "in_progress", []respOutputItem{}, nil, nil

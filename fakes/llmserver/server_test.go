@@ -75,6 +75,7 @@ func accumulateAnthropic(t *testing.T, body string) map[string]any {
 	for _, ev := range parseSSE(t, body) {
 		d := decodeJSON(t, ev.data)
 		require.Equal(t, ev.event, d["type"], "event name matches the data type")
+		require.True(t, strings.HasPrefix(ev.data, fmt.Sprintf(`{"type":%q`, ev.event)), "type comes first, as the API writes it: %s", ev.data)
 		switch ev.event {
 		case "message_start":
 			msg = d["message"].(map[string]any)
@@ -456,6 +457,8 @@ func TestResponsesServerStreamsWhatItAnswers(t *testing.T) {
 		d := decodeJSON(t, ev.data)
 		assert.Equal(t, ev.event, d["type"])
 		assert.Equal(t, float64(i), d["sequence_number"])
+		// As the API writes them: type, then sequence_number, first.
+		assert.True(t, strings.HasPrefix(ev.data, fmt.Sprintf(`{"type":%q,"sequence_number":%d,`, ev.event, i)), ev.data)
 		switch ev.event {
 		case "response.output_text.delta":
 			text += d["delta"].(string)
