@@ -341,7 +341,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, api, nil, &apiError{status: http.StatusMethodNotAllowed, kind: "invalid_request_error", msg: r.Method + " is not allowed; use POST"}, "")
 		return
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		return // the client went away
 	}
@@ -525,6 +525,26 @@ func completeResponse(req *llm.Request, resp *llm.Response, ids *idSource) *llm.
 		out.Usage = fakes.ApproxUsage(req, &out)
 	}
 	return &out
+}
+
+// maxPresized bounds the body a declared Content-Length allocates up
+// front.
+const maxPresized = 64 << 20
+
+// readBody reads r's body into a slice of the size it declares, when it
+// does: a long run's bodies are hundreds of KiB, which io.ReadAll reached
+// by growing (and clearing) a slice many times over on every call. The
+// HTTP server ends a body at its Content-Length.
+func readBody(r *http.Request) ([]byte, error) {
+	n := r.ContentLength
+	if n < 0 || n > maxPresized {
+		return io.ReadAll(r.Body)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // idSource derives ids from a request's content and how often the same
