@@ -57,9 +57,10 @@ finishes, with the size and SHA-256 of its cell file, and run.json records
 how the run was started. --resume DIR continues a run that was interrupted
 (SIGINT, SIGTERM), killed or lost its machine: the cells it has results for
 make no provider call, the cells that were in flight run again, and the
-finished files are those of a run nobody stopped. Nothing is fsynced until
-the run ends (then its files are flushed in one pass, when it calls
-providers), so a machine that crashes can lose cells: a cell whose file is
+finished files are those of a run nobody stopped. Nothing waits for the
+disk until the run ends (a run that calls providers flushes its files in
+the background as it goes, and the rest when it ends, before results.jsonl
+and summary.json), so a machine that crashes can lose cells: a cell whose file is
 missing, truncated or does not match its line, or whose line is torn, runs
 again. It takes the suite,
 filter, epochs, shard and mode from DIR/run.json (give SUITE when the suite

@@ -554,10 +554,10 @@ func TestResumeChecks(t *testing.T) {
 }
 
 // TestResumeChecksCellFiles: each journal line records the size and
-// SHA-256 of its cell's file, since nothing is fsynced while a run goes
-// on. Resuming a run whose machine crashed runs again the cells whose file
-// is missing, truncated or changed and those whose line is torn or
-// garbled — even when results.jsonl still names one of them — and keeps
+// SHA-256 of its cell's file, since no cell waits for its file to reach
+// the disk while a run goes on. Resuming a run whose machine crashed runs
+// again the cells whose file is missing, truncated or changed and those
+// whose line is torn or garbled — even when results.jsonl still names one of them — and keeps
 // the others without a provider call; the finished run is that of a run
 // nobody stopped, and its results.jsonl has no cell_file members.
 func TestResumeChecksCellFiles(t *testing.T) {

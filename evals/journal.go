@@ -18,12 +18,14 @@ import (
 // that results.jsonl can be written in matrix order at the end by reading
 // the lines back instead of keeping the results in memory.
 //
-// Nothing is fsynced while the run goes on: each line ends in the size and
-// SHA-256 of its cell's file (cellFileSum), and resuming keeps a line only
-// when the file matches it, so a line that reached the disk without its
-// file (a machine that crashed) makes its cell run again rather than
-// count with a file that is missing or torn. The end of a run makes its
-// files durable in one pass (outDir.writeResults).
+// The journal is not fsynced while the run goes on, and no cell waits
+// for its file to be (the files are flushed in the background, see
+// outDir): each line ends in the size and SHA-256 of its cell's file
+// (cellFileSum), and resuming keeps a line only when the file matches it,
+// so a line that reached the disk without its file (a machine that
+// crashed) makes its cell run again rather than count with a file that is
+// missing or torn. The end of a run makes the journal and the files not
+// yet flushed durable in one pass (outDir.pruneCells).
 type journal struct {
 	f    *os.File
 	path string // where f is now: a resumed journal is renamed into place

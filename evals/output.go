@@ -32,11 +32,17 @@ type outDir struct {
 	// results.jsonl and summary.json: runs that call providers, whose
 	// cells cost time and money to run again. A replayed cell costs
 	// nothing to run again, so a replay leaves the flushing to the system.
-	// While a run goes on nothing is fsynced: its files survive the
+	// While a run goes on its cell files are fsynced in the background,
+	// in batches (bg), and the journal not at all: the files survive the
 	// process being killed, and a machine that crashes costs the cells
 	// whose files it lost, which resuming finds by their journal lines.
+	// The end of the run flushes what is left and waits for the rest.
 	durable bool
 	j       *journal
+	bg      fileutil.Syncer
+	// queued marks, by cell index, the cell files handed to bg, written
+	// by the worker that runs the cell.
+	queued []bool
 }
 
 // openOutDir prepares dir for a fresh run of n cells: it removes the
@@ -52,6 +58,7 @@ func openOutDir(dir string, n int, durable bool) (*outDir, error) {
 	if o.j, err = newJournal(filepath.Join(dir, PartialResultsFile), n); err != nil {
 		return nil, fmt.Errorf("output directory: %w", err)
 	}
+	o.queued = make([]bool, n)
 	return o, nil
 }
 
@@ -153,15 +160,20 @@ func (o *outDir) cell(i int, d *CellDetail, res *CellResult) error {
 		cp.Agent, member = nil, d.shared.member
 		write = &cp
 	}
+	path := filepath.Join(o.dir, CellsDir, d.Result.ID+".json")
 	err := withJSON(write, true, member, func(data []byte) error {
 		sum = sumOf(data)
 		// In place, over the previous run's file of the cell if there is
 		// one, which on some file systems costs a fraction of creating a
 		// new one; a file left half-written is told by its sum.
-		return os.WriteFile(filepath.Join(o.dir, CellsDir, d.Result.ID+".json"), data, 0o644)
+		return os.WriteFile(path, data, 0o644)
 	})
 	if err != nil {
 		return err
+	}
+	if o.durable {
+		o.queued[i] = true
+		o.bg.Add(path)
 	}
 	e := cellEncoders.Get().(*cellEncoder)
 	defer func() {
@@ -178,10 +190,12 @@ func (o *outDir) cell(i int, d *CellDetail, res *CellResult) error {
 }
 
 // pruneCells removes the cell files of cells that have no result line:
-// an earlier run's, and those of cells that were in flight. When the run
-// is durable it then flushes the journal and the files of the cells that
-// have lines, all in one pass, so that the results.jsonl and summary.json
-// written after them never name a file a crash could still take.
+// an earlier run's, and those of cells that were in flight. A durable run
+// first makes the files of the cells that have lines durable, with the
+// journal: most were flushed in the background as they were written, the
+// rest (the last cells', and a resumed run's earlier ones) are flushed
+// now in one pass; so the results.jsonl and summary.json written after
+// them never name a file a crash could still take.
 func (o *outDir) pruneCells(cells []Cell) error {
 	keep := make(map[string]bool)
 	var paths []string
@@ -189,9 +203,14 @@ func (o *outDir) pruneCells(cells []Cell) error {
 	for i, c := range cells {
 		if o.j.has(i) {
 			keep[c.ID+".json"] = true
-			if o.durable {
+			if o.durable && !o.queued[i] {
 				paths = append(paths, filepath.Join(cellsDir, c.ID+".json"))
 			}
+		}
+	}
+	if o.durable {
+		if err := o.bg.Flush(append(paths, o.j.path)...); err != nil {
+			return fmt.Errorf("output directory: %w", err)
 		}
 	}
 	if err := pruneExcept(cellsDir, keep); err != nil {
@@ -199,9 +218,6 @@ func (o *outDir) pruneCells(cells []Cell) error {
 	}
 	if !o.durable {
 		return nil
-	}
-	if err := fileutil.SyncFiles(append(paths, o.j.path)); err != nil {
-		return fmt.Errorf("output directory: %w", err)
 	}
 	return fileutil.SyncDir(cellsDir)
 }
@@ -281,4 +297,7 @@ func (o *outDir) finish(sum *Summary) error {
 
 // abort closes the journal, keeping it: the run ended before its results
 // could be written, and can be resumed from it.
-func (o *outDir) abort() { o.j.close() }
+func (o *outDir) abort() {
+	_ = o.bg.Flush() // no flushing left running past the run
+	o.j.close()
+}

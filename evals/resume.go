@@ -209,6 +209,7 @@ func resumeOutDir(dir string, cells []Cell, durable, retryErrors bool) (*outDir,
 		return nil, info, err
 	}
 	o.j = j
+	o.queued = make([]bool, len(cells))
 	return o, info, nil
 }
 

@@ -1,8 +1,10 @@
 package fileutil_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,4 +94,40 @@ func TestSyncFiles(t *testing.T) {
 	missing := filepath.Join(dir, "missing")
 	err := fileutil.SyncFiles(append(paths, missing))
 	assert.ErrorContains(t, err, missing)
+}
+
+// A Syncer flushes the files added to it, in batches in the background
+// and the rest with Flush, from any number of goroutines, and names a file
+// it could not open, whether in a batch or in Flush.
+func TestSyncer(t *testing.T) {
+	dir := t.TempDir()
+	var s fileutil.Syncer
+	require.NoError(t, s.Flush(), "a Syncer given nothing")
+	var paths []string
+	for i := range 150 {
+		paths = append(paths, filepath.Join(dir, fmt.Sprintf("f%03d", i)))
+	}
+	var wg sync.WaitGroup
+	for i, p := range paths[:140] {
+		wg.Go(func() {
+			require.NoError(t, os.WriteFile(p, []byte{byte(i)}, 0o644))
+			s.Add(p)
+		})
+	}
+	wg.Wait()
+	for _, p := range paths[140:] {
+		require.NoError(t, os.WriteFile(p, nil, 0o644))
+	}
+	require.NoError(t, s.Flush(paths[140:]...))
+
+	missing := filepath.Join(dir, "missing")
+	var inBatch fileutil.Syncer
+	inBatch.Add(missing)
+	for _, p := range paths[:140] {
+		inBatch.Add(p)
+	}
+	assert.ErrorContains(t, inBatch.Flush(), missing)
+	var inFlush fileutil.Syncer
+	inFlush.Add(paths[0])
+	assert.ErrorContains(t, inFlush.Flush(missing), missing)
 }
