@@ -60,9 +60,9 @@ make no provider call, the cells that were in flight run again, and the
 finished files are those of a run nobody stopped. Nothing waits for the
 disk until the run ends (a run that calls providers flushes its files in
 the background as it goes, and the rest when it ends, before results.jsonl
-and summary.json), so a machine that crashes can lose cells: a cell whose file is
-missing, truncated or does not match its line, or whose line is torn, runs
-again. It takes the suite,
+and summary.json), so a machine that crashes can lose cells: a cell whose
+file is missing, truncated or does not match its line, or whose line is
+torn, runs again. It takes the suite,
 filter, epochs, shard and mode from DIR/run.json (give SUITE when the suite
 is elsewhere now). --retry-errors DIR does the same and runs the errored
 cells again too. --shard I/N runs the I-th of N deterministic parts of the
