@@ -34,10 +34,6 @@ type RunResult struct {
 	ModeReason string
 }
 
-// liveWriteBuffer is the write buffer of each connection a live run
-// keeps to its providers (see newRunner).
-const liveWriteBuffer = 64 << 10
-
 // runner holds what every cell of one run shares.
 type runner struct {
 	s          *Suite
@@ -97,13 +93,6 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 			// Keep a connection per cell in flight instead of reconnecting.
 			t = t.Clone()
 			t.MaxIdleConnsPerHost = max(r.conc, 2)
-			// A request body that does not fit the connection's write
-			// buffer after the headers is copied through a buffer of its
-			// size made for that request (net.TCPConn.ReadFrom's fallback):
-			// an agent's request, its prompt and tools, is several KiB,
-			// and those copies were a twentieth of what a live run
-			// allocated.
-			t.WriteBufferSize = liveWriteBuffer
 			r.transport = t
 		}
 	}

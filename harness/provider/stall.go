@@ -96,7 +96,7 @@ func WatchProgress(next http.RoundTripper) http.RoundTripper {
 type progressTransport struct{ next http.RoundTripper }
 
 func (t progressTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(inMemoryBody(req))
+	resp, err := t.next.RoundTrip(req)
 	if err != nil || resp == nil {
 		return resp, err
 	}
@@ -109,27 +109,6 @@ func (t progressTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp.Body = &progressBody{ReadCloser: resp.Body, ctx: ctx}
 	}
 	return resp, nil
-}
-
-// inMemoryBody returns req with its body as GetBody gives it afresh, and
-// closes the body req had, unread, as RoundTrip must: the SDKs wrap each
-// attempt's body in a reader of their own, which net/http cannot tell is
-// in memory, so it flushed the headers before the body, a write and a
-// packet more per request, and copied the body through a buffer of its
-// size made for the request. A request without GetBody or with a body of
-// unknown length is left as it is.
-func inMemoryBody(req *http.Request) *http.Request {
-	if req.GetBody == nil || req.Body == nil || req.Body == http.NoBody || req.ContentLength <= 0 {
-		return req
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return req
-	}
-	_ = req.Body.Close()
-	r := req.WithContext(req.Context())
-	r.Body = body
-	return r
 }
 
 type progressBody struct {

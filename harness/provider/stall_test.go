@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -147,53 +146,4 @@ func TestStalledAttemptIsNotAProviderTimeoutAnswer(t *testing.T) {
 	e := c.Classify(provider.Failure{StatusCode: 504})
 	assert.True(t, llm.IsTimeout(e))
 	assert.NotErrorIs(t, e, provider.ErrStalled)
-}
-
-// roundTripFunc is a transport made of a function.
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// wrappedBody is a body net/http cannot see into, as the SDKs' are.
-type wrappedBody struct {
-	io.Reader
-	closed bool
-}
-
-func (b *wrappedBody) Close() error { b.closed = true; return nil }
-
-// TestWatchProgressSendsBodyInMemory: a request whose body is wrapped
-// (the SDKs wrap each attempt's) reaches the transport with the body its
-// GetBody gives, which net/http writes with the headers in one write, and
-// the wrapper is closed unread; a body without GetBody is sent as it is.
-func TestWatchProgressSendsBodyInMemory(t *testing.T) {
-	var got *http.Request
-	var sent []byte
-	rt := provider.WatchProgress(roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		got = r
-		var err error
-		sent, err = io.ReadAll(r.Body)
-		require.NoError(t, err)
-		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
-	}))
-	const data = `{"model":"m"}`
-	fresh := &wrappedBody{Reader: strings.NewReader(data)}
-	wrapper := &wrappedBody{Reader: strings.NewReader(data)}
-	req := httptest.NewRequest(http.MethodPost, "http://provider.test/v1", nil)
-	req.RequestURI = ""
-	req.Body, req.ContentLength = wrapper, int64(len(data))
-	req.GetBody = func() (io.ReadCloser, error) { return fresh, nil }
-	_, err := rt.RoundTrip(req)
-	require.NoError(t, err)
-	assert.Same(t, fresh, got.Body, "the body GetBody gives")
-	assert.Equal(t, data, string(sent))
-	assert.True(t, wrapper.closed, "the wrapper is closed")
-	assert.Same(t, wrapper, req.Body, "the caller's request is left as it was")
-
-	plain := &wrappedBody{Reader: strings.NewReader(data)}
-	req.Body, req.GetBody = plain, nil
-	_, err = rt.RoundTrip(req)
-	require.NoError(t, err)
-	assert.Same(t, plain, got.Body)
-	assert.Equal(t, data, string(sent))
 }
