@@ -293,12 +293,7 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		return nil, nil, badRequest("messages.%d: tool_use ids were found without tool_result blocks immediately after: %s. Each tool_use block must have a corresponding tool_result block in the next message.", len(w.Messages)-1, strings.Join(pending, ", "))
 	}
 
-	var d antDerived
-	if skeleton != nil {
-		d, _ = antDerivations.decode(skeleton, func() (antDerived, *apiError) { return deriveAnt(&w), nil })
-	} else {
-		d = deriveAnt(&w)
-	}
+	d := derive(&antDerivations, skeleton, func() derived { return deriveAnt(&w) })
 	if d.err != nil {
 		return nil, nil, d.err
 	}
@@ -306,42 +301,12 @@ func (anthropicAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	return req, &w, nil
 }
 
-// antDerived is what a Messages request's tools, tool_choice, thinking and
-// output format declare, or the error they give; it depends on the request
-// without its messages alone, so requests that share that keep it
-// (antDerivations) instead of decoding every tool again on every call.
-type antDerived struct {
-	tools      []llm.ToolSpec
-	toolChoice *llm.ToolChoice
-	thinking   *llm.Thinking
-	format     *llm.ResponseFormat
-	err        *apiError
-}
-
-// apply sets what d declares on req, each request getting its own copies
-// of what it may change (d is shared).
-func (d antDerived) apply(req *llm.Request) {
-	req.Tools = slices.Clone(d.tools)
-	if d.toolChoice != nil {
-		tc := *d.toolChoice
-		req.ToolChoice = &tc
-	}
-	if d.thinking != nil {
-		th := *d.thinking
-		req.Thinking = &th
-	}
-	if d.format != nil {
-		rf := *d.format
-		req.ResponseFormat = &rf
-	}
-}
-
-// antDerivations keeps antDerived by the request's bytes without its
+// antDerivations keeps derived settings by the request's bytes without its
 // messages (see decodeBody).
-var antDerivations memo[antDerived]
+var antDerivations memo[derived]
 
-func deriveAnt(w *antRequest) (d antDerived) {
-	fail := func(e *apiError) antDerived { return antDerived{err: e} }
+func deriveAnt(w *antRequest) (d derived) {
+	fail := func(e *apiError) derived { return derived{err: e} }
 	// Tools.
 	seen := map[string]bool{}
 	for i, raw := range w.Tools {

@@ -331,12 +331,7 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 		return nil, nil, unansweredToolCalls(pending)
 	}
 
-	var d respDerived
-	if skeleton != nil {
-		d, _ = chatDerivations.decode(skeleton, func() (respDerived, *apiError) { return deriveChat(&w), nil })
-	} else {
-		d = deriveChat(&w)
-	}
+	d := derive(&chatDerivations, skeleton, func() derived { return deriveChat(&w) })
 	if d.err != nil {
 		return nil, nil, d.err
 	}
@@ -346,11 +341,11 @@ func (chatAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *apiErr
 
 // chatDerivations keeps what a Chat Completions request's tools,
 // tool_choice and response_format declare by the request's bytes without
-// its messages (see respDerived).
-var chatDerivations memo[respDerived]
+// its messages (see derived).
+var chatDerivations memo[derived]
 
-func deriveChat(w *chatRequest) (d respDerived) {
-	fail := func(e *apiError) respDerived { return respDerived{err: e} }
+func deriveChat(w *chatRequest) (d derived) {
+	fail := func(e *apiError) derived { return derived{err: e} }
 	seen := map[string]bool{}
 	for i, raw := range w.Tools {
 		at := fmt.Sprintf("tools[%d]", i)

@@ -183,12 +183,7 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 		return nil, nil, badRequest("input: expected a string or a list of items, got a JSON %s", jsonKind(w.Input))
 	}
 
-	var d respDerived
-	if skeleton != nil {
-		d, _ = respDerivations.decode(skeleton, func() (respDerived, *apiError) { return deriveResp(&w), nil })
-	} else {
-		d = deriveResp(&w)
-	}
+	d := derive(&respDerivations, skeleton, func() derived { return deriveResp(&w) })
 	if d.err != nil {
 		return nil, nil, d.err
 	}
@@ -196,26 +191,31 @@ func (responsesAPI) decode(body []byte, call *ServedCall) (*llm.Request, any, *a
 	return req, &w, nil
 }
 
-// respDerived is what a Responses request's tools, tool_choice and text
-// settings (or a Chat Completions request's tools, tool_choice and
-// response_format) declare, or the error they give; it depends on the request
-// without its input alone, so requests that share that keep it
-// (respDerivations) instead of decoding every tool again on every call.
-type respDerived struct {
+// derived is what a request's settings outside its history declare (tools,
+// tool_choice, Anthropic's thinking, the output format), or the error they
+// give. It depends on the request without its history alone, so requests
+// that share that keep it (one memo per format) instead of decoding every
+// tool again on every call.
+type derived struct {
 	tools      []llm.ToolSpec
 	toolChoice *llm.ToolChoice
+	thinking   *llm.Thinking
 	format     *llm.ResponseFormat
 	err        *apiError
 }
 
-// apply sets what d declares on req. A respDerived is shared by the
-// requests with the same remainder: each request gets its own copies of
-// what it may change.
-func (d respDerived) apply(req *llm.Request) {
+// apply sets what d declares on req. A derived is shared by the requests
+// with the same remainder: each request gets its own copies of what it may
+// change.
+func (d derived) apply(req *llm.Request) {
 	req.Tools = slices.Clone(d.tools)
 	if d.toolChoice != nil {
 		tc := *d.toolChoice
 		req.ToolChoice = &tc
+	}
+	if d.thinking != nil {
+		th := *d.thinking
+		req.Thinking = &th
 	}
 	if d.format != nil {
 		rf := *d.format
@@ -223,12 +223,23 @@ func (d respDerived) apply(req *llm.Request) {
 	}
 }
 
-// respDerivations keeps respDerived by the request's bytes without its
-// input (see decodeBody).
-var respDerivations memo[respDerived]
+// derive returns the settings of the request whose remainder is skeleton,
+// from m when a request with the same remainder came before; without a
+// skeleton (a body the server could not split) it derives them afresh.
+func derive(m *memo[derived], skeleton []byte, fresh func() derived) derived {
+	if skeleton == nil {
+		return fresh()
+	}
+	d, _ := m.decode(skeleton, func() (derived, *apiError) { return fresh(), nil })
+	return d
+}
 
-func deriveResp(w *respRequest) (d respDerived) {
-	fail := func(e *apiError) respDerived { return respDerived{err: e} }
+// respDerivations keeps derived settings by the request's bytes without its
+// input (see decodeBody).
+var respDerivations memo[derived]
+
+func deriveResp(w *respRequest) (d derived) {
+	fail := func(e *apiError) derived { return derived{err: e} }
 	seen := map[string]bool{}
 	for i, raw := range w.Tools {
 		at := fmt.Sprintf("tools[%d]", i)
