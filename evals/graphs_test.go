@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,11 +84,18 @@ func TestInProcessGraphs(t *testing.T) {
 	}
 }
 
-// cancelModel: "lead" starts a slow task on its in-process helper, then
-// cancels it; the worker's call waits until it is cancelled.
-type cancelModel struct{}
+// cancelModel: "lead" starts a slow task on its in-process helper, then,
+// once the worker's call has reached the server, cancels it; the worker's
+// call waits until it is cancelled. Without the wait the cancel can come
+// before the task's call is sent, and the recording is then complete.
+type cancelModel struct {
+	workerCalled chan struct{}
+	once         sync.Once
+}
 
-func (cancelModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+func newCancelModel() *cancelModel { return &cancelModel{workerCalled: make(chan struct{})} }
+
+func (m *cancelModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	served, _ := llmserver.ServedCallFrom(ctx)
 	var tools []string
 	for _, m := range req.Messages {
@@ -97,11 +105,17 @@ func (cancelModel) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 	}
 	switch {
 	case served.Model != "lead":
+		m.once.Do(func() { close(m.workerCalled) })
 		<-ctx.Done()
 		return nil, ctx.Err()
 	case len(tools) == 0:
 		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "call_1", Name: "start_async_task", Args: json.RawMessage(`{"description":"slow survey","subagent_type":"helper"}`)})}, nil
 	case len(tools) == 1:
+		select {
+		case <-m.workerCalled:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		id := strings.TrimPrefix(tools[0], "Launched async subagent. task_id: ")
 		return &llm.Response{Message: llm.Assistant("", llm.ToolCall{ID: "call_2", Name: "cancel_async_task", Args: json.RawMessage(`{"task_id":"` + id + `"}`)})}, nil
 	}
@@ -112,7 +126,7 @@ func (cancelModel) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 // leaves a call that never answered: the recording is not saved, and the
 // cell says so (README, "Evaluating a served agent").
 func TestInProcessCancelWhileRecording(t *testing.T) {
-	srv := server(t, cancelModel{})
+	srv := server(t, newCancelModel())
 	path := writeSuite(t, map[string]string{
 		"worker.yaml": "model: local:worker\nsystem_prompt: You research.\n",
 		"suite.yaml": "version: 1\nname: cancel\nproviders: {local: {kind: openai-compatible, base_url: \"" + srv.OpenAIBaseURL() + "\", api_key_env: TEST_KEY}}\n" +
