@@ -11,12 +11,54 @@ import (
 	"github.com/dageval/dageval/internal/jsonscan"
 )
 
+// member is a member of an answer to keep when trimming it (see
+// trimObject): its name and, when only some of its own members are read,
+// those (for a list, those of its first element, the only one read).
+type member struct {
+	name  []byte
+	keep  []member // nil keeps the value whole
+	first bool     // the value is a list of which the first element is read
+}
+
+// members makes members kept whole of names.
+func members(names ...string) []member {
+	out := make([]member, len(names))
+	for i, n := range names {
+		out[i] = member{name: []byte(n)}
+	}
+	return out
+}
+
 // answerMembers are the members of a Responses API answer fromResponse
 // reads. The answer also echoes the request (tools with their schemas,
 // instructions, settings), which decoding it whole through the SDK's
 // reflection-driven decoder spends most of its time on, and which a live
 // call, unlike a replay, decodes for every answer.
-var answerMembers = [][]byte{[]byte("status"), []byte("output"), []byte("usage"), []byte("incomplete_details"), []byte("error"), []byte("model")}
+var answerMembers = members("status", "output", "usage", "incomplete_details", "error", "model")
+
+// chatMembers are the members of a Chat Completions answer chatResultOf
+// reads, and of them what it reads: of the first choice its finish reason
+// and message, of the message its text, refusal, tool calls (whole, for
+// their raw JSON) and the extra fields reasoningOf and signatureOf read,
+// of the usage what chatUsage reads and whether it is there. The SDK's
+// decoder spends its time per member, through reflection, and an answer of
+// a few hundred bytes has some thirty: the rest (object, created,
+// system_fingerprint, service_tier, index, logprobs, role, annotations,
+// total and completion token details) were most of a live call's
+// decoding.
+var chatMembers = []member{
+	{name: []byte("id")},
+	{name: []byte("model")},
+	{name: []byte("choices"), first: true, keep: []member{
+		{name: []byte("finish_reason")},
+		{name: []byte("message"), keep: members("content", "refusal", "tool_calls", "reasoning_content", "reasoning", "extra_content")},
+	}},
+	{name: []byte("usage"), keep: []member{
+		{name: []byte("prompt_tokens")},
+		{name: []byte("completion_tokens")},
+		{name: []byte("prompt_tokens_details"), keep: members("cached_tokens", "cache_write_tokens")},
+	}},
+}
 
 // The recorded answers replays decoded (see provider.Answers).
 var (
@@ -28,11 +70,15 @@ var (
 // SDK would hand back no value and no error.
 var errNullAnswer = errors.New("the answer is null")
 
-// decodeChat decodes a Chat Completions answer as the SDK does into its
-// ChatCompletion.
+// decodeChat decodes a Chat Completions answer into the SDK's
+// ChatCompletion, from the members chatResultOf reads only, as the SDK
+// would decode the whole answer into it.
 func decodeChat(raw []byte) (*sdk.ChatCompletion, error) {
 	if string(raw) == "null" {
 		return nil, errNullAnswer
+	}
+	if trimmed, ok := trimObject(raw, chatMembers); ok {
+		raw = trimmed
 	}
 	c := &sdk.ChatCompletion{}
 	if err := c.UnmarshalJSON(raw); err != nil {
@@ -61,12 +107,27 @@ func decodeResponse(raw []byte) (*responses.Response, error) {
 // trimObject returns the JSON object raw (valid JSON) with only the members
 // named in keep, the first of each name as the SDK's decoder reads it, or
 // false when raw is not an object or has keys it would have to unescape.
-func trimObject(raw []byte, keep [][]byte) ([]byte, bool) {
+// A member with members of its own to keep is trimmed the same way when
+// it is an object (and kept whole when it cannot be trimmed); a list of
+// which the first element is read is cut to that element, trimmed, when
+// every element is an object, so that the SDK decodes the other elements,
+// which it reads no member of, without an error either way.
+func trimObject(raw []byte, keep []member) ([]byte, bool) {
+	return appendTrimmed(make([]byte, 0, 512), raw, keep)
+}
+
+// appendTrimmed appends raw trimmed to keep to out (see trimObject).
+func appendTrimmed(out, raw []byte, keep []member) ([]byte, bool) {
 	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return nil, false
 	}
-	found := make([][]byte, len(keep))
+	var buf [8][]byte
+	found := buf[:0]
+	if len(keep) > len(buf) {
+		found = make([][]byte, 0, len(keep))
+	}
+	found = found[:len(keep)]
 	i++
 	for {
 		i = jsonscan.SkipSpace(raw, i)
@@ -87,8 +148,8 @@ func trimObject(raw []byte, keep [][]byte) ([]byte, bool) {
 		}
 		start := jsonscan.SkipSpace(raw, i+1)
 		end := jsonscan.ValueEnd(raw, start)
-		for k, name := range keep {
-			if found[k] == nil && bytes.Equal(key, name) {
+		for k := range keep {
+			if found[k] == nil && bytes.Equal(key, keep[k].name) {
 				found[k] = raw[start:end]
 			}
 		}
@@ -97,19 +158,70 @@ func trimObject(raw []byte, keep [][]byte) ([]byte, bool) {
 			i++
 		}
 	}
-	out := make([]byte, 0, 512)
 	out = append(out, '{')
+	first := true
 	for k, v := range found {
 		if v == nil {
 			continue
 		}
-		if len(out) > 1 {
+		if !first {
 			out = append(out, ',')
 		}
+		first = false
 		out = append(out, '"')
-		out = append(out, keep[k]...)
+		out = append(out, keep[k].name...)
 		out = append(out, '"', ':')
-		out = append(out, v...)
+		out = appendMember(out, v, keep[k])
 	}
 	return append(out, '}'), true
+}
+
+// appendMember appends the value v of member m, trimmed as m says when it
+// can be, to out.
+func appendMember(out, v []byte, m member) []byte {
+	switch {
+	case m.first:
+		if elem, ok := onlyFirst(v); ok {
+			out = append(out, '[')
+			if t, ok := appendTrimmed(out, elem, m.keep); ok {
+				out = t
+			} else {
+				out = append(out, elem...)
+			}
+			return append(out, ']')
+		}
+	case m.keep != nil:
+		if t, ok := appendTrimmed(out, v, m.keep); ok {
+			return t
+		}
+	}
+	return append(out, v...)
+}
+
+// onlyFirst returns the first element of the list v when it has some and
+// all are objects; false otherwise.
+func onlyFirst(v []byte) ([]byte, bool) {
+	if len(v) == 0 || v[0] != '[' {
+		return nil, false
+	}
+	var first []byte
+	i := 1
+	for {
+		i = jsonscan.SkipSpace(v, i)
+		if i >= len(v) || v[i] == ']' {
+			break
+		}
+		if v[i] != '{' {
+			return nil, false
+		}
+		end := jsonscan.ValueEnd(v, i)
+		if first == nil {
+			first = v[i:end]
+		}
+		i = jsonscan.SkipSpace(v, end)
+		if i < len(v) && v[i] == ',' {
+			i++
+		}
+	}
+	return first, first != nil
 }

@@ -3,13 +3,18 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/dageval/dageval/fakes/cassette"
 	"github.com/dageval/dageval/harness/provider/internal/recorded"
 )
 
@@ -49,7 +54,7 @@ func TestTrimmedAnswerDecodesAsTheWholeAnswer(t *testing.T) {
 }
 
 func TestTrimObject(t *testing.T) {
-	keep := [][]byte{[]byte("a"), []byte("b")}
+	keep := members("a", "b")
 	for _, tc := range []struct{ in, want string }{
 		{`{"a":1,"x":{"a":[2,{"b":3}]},"b":"}"}`, `{"a":1,"b":"}"}`},
 		{` { "b" : [ 1 , 2 ] , "a" : "x\"y" } `, `{"a":"x\"y","b":[ 1 , 2 ]}`},
@@ -64,5 +69,90 @@ func TestTrimObject(t *testing.T) {
 	for _, in := range []string{`[]`, `"a"`, `null`, `{"\u0061":1}`} {
 		_, ok := trimObject([]byte(in), keep)
 		assert.False(t, ok, in)
+	}
+	nested := []member{
+		{name: []byte("o"), keep: members("k")},
+		{name: []byte("l"), first: true, keep: members("k")},
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"o":{"x":1,"k":[{"k":2}]},"l":[{"k":1,"x":2},{"k":3}],"z":0}`, `{"o":{"k":[{"k":2}]},"l":[{"k":1}]}`},
+		{`{"l":[ {"x":1} , {"k":2} ],"o":{}}`, `{"o":{},"l":[{}]}`},
+		// What cannot be trimmed is kept whole.
+		{`{"o":"s","l":[]}`, `{"o":"s","l":[]}`},
+		{`{"o":{"\u006b":1},"l":[{"\u006b":1}]}`, `{"o":{"\u006b":1},"l":[{"\u006b":1}]}`},
+		{`{"l":[{"k":1},"s"]}`, `{"l":[{"k":1},"s"]}`},
+		{`{"l":[{"k":1},null]}`, `{"l":[{"k":1},null]}`},
+		{`{"l":{"k":1}}`, `{"l":{"k":1}}`},
+	} {
+		got, ok := trimObject([]byte(tc.in), nested)
+		assert.True(t, ok, tc.in)
+		assert.Equal(t, tc.want, string(got), tc.in)
+	}
+}
+
+// chatAnswerBodies returns the Chat Completions answers (JSON, not
+// streamed) of every cassette in the module, the imported third-party
+// recordings included.
+func chatAnswerBodies(t *testing.T) [][]byte {
+	t.Helper()
+	root, err := filepath.Abs("../../..")
+	require.NoError(t, err)
+	var bodies [][]byte
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || !strings.Contains(filepath.ToSlash(p), "cassettes/") {
+			return err
+		}
+		c, err := cassette.Read(p)
+		if err != nil {
+			return nil // not a go-vcr cassette (an original recording)
+		}
+		for _, it := range c.Interactions {
+			ct := strings.Join(it.Response.Headers.Values("Content-Type"), ",")
+			if strings.HasSuffix(it.Request.URL, "/chat/completions") && it.Response.Code == 200 && strings.Contains(ct, "json") {
+				bodies = append(bodies, []byte(it.Response.Body))
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return bodies
+}
+
+// Decoding only the members chatResultOf reads gives what decoding the
+// whole answer gives, for every recorded Chat Completions answer, the
+// answers the local server writes, and answers shaped to trip the
+// trimming: reasoning and signatures in extra fields, several choices,
+// duplicate and escaped keys, members of the wrong type.
+func TestTrimmedChatAnswerDecodesAsTheWholeAnswer(t *testing.T) {
+	bodies := chatAnswerBodies(t)
+	require.GreaterOrEqual(t, len(bodies), 10, "too few recorded Chat Completions answers")
+	bodies = append(bodies,
+		[]byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"The answer is 42.","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":30,"completion_tokens":6,"total_tokens":36,"prompt_tokens_details":{"cached_tokens":4,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},"service_tier":"default","system_fingerprint":"fp"}`),
+		[]byte(`{"id":"c","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"reasoning_content":"think","tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"},"extra_content":{"google":{"thought_signature":"c2ln"}}},{"id":"","type":"function","function":{"name":"g","arguments":"not json"}}],"extra_content":{"google":{"thought_signature":"bXNn"}}},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":5}}}`),
+		[]byte(`{"id":"c","choices":[{"message":{"content":"a","reasoning":"r","refusal":"no"},"finish_reason":"content_filter"},{"message":{"content":"b"},"finish_reason":"stop"}],"usage":null}`),
+		[]byte(`{"id":"c","choices":[{"message":{"content":"a"}},"second"],"usage":{"prompt_tokens":1}}`),
+		[]byte(`{"id":"c","choices":[{"message":{"content":"a"}},null]}`),
+		[]byte(`{"id":"c","choices":[],"model":"m"}`),
+		[]byte(`{"id":"c","choices":"none","usage":"none","model":5}`),
+		[]byte(`{"id":"c","choices":[{"message":"text","finish_reason":7}],"usage":{"prompt_tokens":"x","prompt_tokens_details":[1]}}`),
+		[]byte(`{"model":"first","id":"c","model":"second","choices":[{"message":{"content":"one","content":"two"},"finish_reason":"length","finish_reason":"stop"}]}`),
+		[]byte(`{"id":"c","choices":[{"message":{"cont\u0065nt":"escaped","refusal":"r"},"fin\u0069sh_reason":"length"}],"us\u0061ge":{"prompt_tokens":2}}`),
+		[]byte(`{"id":"c","choices":[{"message":{"content":"x","reasoning_content":"","reasoning":"second"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":null}}`),
+		[]byte(` { "id" : "c" , "choices" : [ { "message" : { "content" : "spaced" } , "finish_reason" : "stop" } ] } `),
+	)
+	for _, body := range bodies {
+		body = bytes.TrimSpace(body)
+		var whole sdk.ChatCompletion
+		require.NoError(t, json.Unmarshal(body, &whole))
+		trimmed, err := decodeChat(body)
+		require.NoError(t, err)
+		for _, n := range []int{0, 3} {
+			want, wantErr := chatResultOf(&whole)
+			got, gotErr := chatResultOf(trimmed)
+			assert.Equal(t, wantErr, gotErr, "%s", body)
+			if wantErr == nil && gotErr == nil {
+				assert.Equal(t, want.response(n), got.response(n), "%s", body)
+			}
+		}
 	}
 }
