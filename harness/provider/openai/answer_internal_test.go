@@ -156,3 +156,16 @@ func TestTrimmedChatAnswerDecodesAsTheWholeAnswer(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeChatAnswer measures decoding the answer a live call gets
+// from the local OpenAI-compatible server (fakes/llmserver), as a live eval
+// run's calls do for each answer (a replay remembers them).
+func BenchmarkDecodeChatAnswer(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-9f0c2a1b7d3e4f5a6b7c8d9e0f1a2","object":"chat.completion","created":1764633600,"model":"model-a","choices":[{"index":0,"message":{"role":"assistant","content":"The answer is 42.","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":2210,"completion_tokens":5,"total_tokens":2215,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},"service_tier":"default","system_fingerprint":"fp_dageval01"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeChat(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
