@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -91,6 +92,59 @@ func TestDirectBodiesAreTheSDKs(t *testing.T) {
 				}
 				assert.Equal(t, want, tr.last(t), "responses %v, request %d, stream %v", useResponses, i, stream)
 				assert.Contains(t, want, `"model":"override"`)
+			}
+		}
+	}
+}
+
+// flaky is a transport that keeps each request's body and answers the
+// first fails of them with a server error, the rest with a Chat
+// Completions answer.
+type flaky struct {
+	bodies
+	fails int
+}
+
+func (f *flaky) RoundTrip(r *http.Request) (*http.Response, error) {
+	if _, err := f.bodies.RoundTrip(r); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	n := len(f.sent)
+	f.mu.Unlock()
+	status, body := http.StatusOK, `{"id":"c","object":"chat.completion","model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"fine"}}]}`
+	if n <= f.fails {
+		status, body = http.StatusInternalServerError, `{"error":{"message":"try again","type":"server_error"}}`
+	}
+	return &http.Response{StatusCode: status, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+}
+
+// TestRetriedAttemptsSendTheSameBody: every attempt of a retried call
+// sends the body the SDK encodes for its parameters, byte for byte, the
+// spliced body being handed to the SDK as it is on each attempt, with and
+// without extra body fields set on it.
+func TestRetriedAttemptsSendTheSameBody(t *testing.T) {
+	for _, extra := range []map[string]any{nil, {"zeta": []any{"<a>", 1.5}, "model": "override"}} {
+		for i, req := range []*llm.Request{conversation(), awkward(), spaced()} {
+			tr := &flaky{fails: 2}
+			no := false
+			m, err := New(provider.Config{Provider: "p", Model: "m", Kind: provider.KindOpenAI, BaseURL: "http://127.0.0.1:1/v1", UseResponsesAPI: &no,
+				APIKey: "k", HTTPClient: &http.Client{Transport: tr}, ExtraBody: extra,
+				Retry: provider.RetryPolicy{MaxAttempts: 3, Sleep: func(context.Context, time.Duration) error { return nil }}})
+			require.NoError(t, err)
+			p, err := m.chatFields(req, false)
+			require.NoError(t, err)
+			sdkTr := &bodies{}
+			svc := sdk.NewChatCompletionService(append(m.base, option.WithHTTPClient(&http.Client{Transport: sdkTr}))...)
+			_, _ = svc.New(context.Background(), p)
+			want := sdkTr.last(t)
+			resp, err := m.Generate(context.Background(), req)
+			require.NoError(t, err, "request %d", i)
+			assert.Equal(t, "fine", resp.Message.Text())
+			require.Len(t, tr.sent, 3)
+			for k, sent := range tr.sent {
+				assert.Equal(t, want, sent, "extra %v, request %d, attempt %d", extra != nil, i, k)
 			}
 		}
 	}

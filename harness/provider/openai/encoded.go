@@ -149,8 +149,12 @@ func direct[T param.ParamStruct, PT param.InferPtr[T]](m *Model, p T) (T, []opti
 		return p, nil
 	}
 	param.SetJSON([]byte("{}"), PT(&p))
-	// A fresh copy per attempt: the SDK's buffer is its own to change.
-	opts := []option.RequestOption{option.WithRequestBody("application/json", bytes.Clone(body))}
+	// Every attempt hands the SDK the same bytes, not a copy of them: the
+	// SDK wraps them in a bytes.Buffer that it only reads (through Bytes,
+	// for a bytes.Reader of each attempt's body), and the extra body
+	// fields are set by sjson.SetBytes, which builds a new body and leaves
+	// the one it is given as it was.
+	opts := []option.RequestOption{option.WithRequestBody("application/json", []byte(body))}
 	for _, k := range slices.Sorted(maps.Keys(m.cfg.ExtraBody)) {
 		opts = append(opts, option.WithJSONSet(k, m.cfg.ExtraBody[k]))
 	}
