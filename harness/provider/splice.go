@@ -150,6 +150,44 @@ func (c *Shells[K]) Get(key K, n int, escapeHTML bool, encode func() ([]byte, er
 	return s, true
 }
 
+// SharedShells keeps the shells of requests by their keys, for every model
+// of an adapter, whose keys then hold what of a model's config its shells
+// are built from: an eval run builds a model for each cell, and a Shells
+// of each model checked and cut the shell of its first request again, one
+// more encoding of the request by the SDK per cell. It keeps a bounded
+// number of shells.
+type SharedShells[K comparable] struct {
+	mu     sync.Mutex
+	shells map[K]*Shell
+}
+
+// maxSharedShells bounds a SharedShells; a full one starts again empty.
+const maxSharedShells = 256
+
+// Get is Shells.Get for the shell of any key kept.
+func (c *SharedShells[K]) Get(key K, n int, escapeHTML bool, encode func() ([]byte, error)) (*Shell, bool) {
+	c.mu.Lock()
+	s, ok := c.shells[key]
+	c.mu.Unlock()
+	if ok {
+		return s, true
+	}
+	raw, err := encode()
+	if err != nil {
+		return nil, false
+	}
+	if s, ok = NewShell(raw, n, escapeHTML); !ok {
+		return nil, false
+	}
+	c.mu.Lock()
+	if c.shells == nil || len(c.shells) >= maxSharedShells {
+		c.shells = make(map[K]*Shell)
+	}
+	c.shells[key] = s
+	c.mu.Unlock()
+	return s, true
+}
+
 // Settings is what, besides its system prompt, messages, tools and
 // response format, a request says, as one comparable value: two requests
 // of a model with equal settings and no response format are encoded alike

@@ -55,15 +55,24 @@ func holeFor[S ~[]T, T interface {
 	return true
 }
 
-// shellKey is what a request's shell (see provider.Shells) is built from
-// besides its model's config: its settings, whether it streams, its
-// system prompt where the shell holds it, and which of its lists are
-// spliced (bit k for list k).
+// shellKey is what a request's shell (see provider.SharedShells) is built
+// from: what chatFields and responsesFields read of its model's config
+// (the model's name, its kind and its default output limit), the
+// request's settings, whether it streams, its system prompt where the
+// shell holds it, and which of its lists are spliced (bit k for list k).
 type shellKey struct {
-	settings provider.Settings
-	stream   bool
-	system   string
-	spliced  uint8
+	model     string
+	kind      string
+	maxTokens int
+	settings  provider.Settings
+	stream    bool
+	system    string
+	spliced   uint8
+}
+
+// shellKey returns the key of a request's shell with settings.
+func (m *Model) shellKey(settings provider.Settings) shellKey {
+	return shellKey{model: m.cfg.Model, kind: m.cfg.Kind, maxTokens: m.cfg.MaxTokens, settings: settings}
 }
 
 // splicedResponses returns p set to send the JSON it encodes to, built
@@ -75,7 +84,8 @@ type shellKey struct {
 func (m *Model) splicedResponses(p responses.ResponseNewParams, settings provider.Settings, keyed bool) responses.ResponseNewParams {
 	shell := p
 	var lists [][][]byte
-	key := shellKey{settings: settings, system: p.Instructions.Value}
+	key := m.shellKey(settings)
+	key.system = p.Instructions.Value
 	if holeFor(&shell.Input.OfInputItemList, &lists) {
 		key.spliced |= 1
 	} else if len(p.Input.OfInputItemList) > 0 || !param.IsOmitted(p.Input.OfString) {
@@ -86,7 +96,7 @@ func (m *Model) splicedResponses(p responses.ResponseNewParams, settings provide
 	} else if len(p.Tools) > 0 {
 		keyed = false
 	}
-	if body, ok := splice(&m.responseShells, key, keyed, shell, lists); ok {
+	if body, ok := splice(&responseShells, key, keyed, shell, lists); ok {
 		param.SetJSON(body, &p)
 	}
 	return p
@@ -97,7 +107,8 @@ func (m *Model) splicedResponses(p responses.ResponseNewParams, settings provide
 func (m *Model) splicedChat(p sdk.ChatCompletionNewParams, settings provider.Settings, keyed, stream bool) sdk.ChatCompletionNewParams {
 	shell := p
 	var lists [][][]byte
-	key := shellKey{settings: settings, stream: stream}
+	key := m.shellKey(settings)
+	key.stream = stream
 	if holeFor(&shell.Messages, &lists) {
 		key.spliced |= 1
 	} else if len(p.Messages) > 0 {
@@ -108,7 +119,7 @@ func (m *Model) splicedChat(p sdk.ChatCompletionNewParams, settings provider.Set
 	} else if len(p.Tools) > 0 {
 		keyed = false
 	}
-	if body, ok := splice(&m.chatShells, key, keyed, shell, lists); ok {
+	if body, ok := splice(&chatShells, key, keyed, shell, lists); ok {
 		param.SetJSON(body, &p)
 	}
 	return p
@@ -116,7 +127,7 @@ func (m *Model) splicedChat(p sdk.ChatCompletionNewParams, settings provider.Set
 
 // splice returns shell's encoding with lists spliced in, its shell made
 // from shell once for each key of shells when keyed.
-func splice(shells *provider.Shells[shellKey], key shellKey, keyed bool, shell json.Marshaler, lists [][][]byte) ([]byte, bool) {
+func splice(shells *provider.SharedShells[shellKey], key shellKey, keyed bool, shell json.Marshaler, lists [][][]byte) ([]byte, bool) {
 	if len(lists) == 0 {
 		return nil, false
 	}

@@ -42,8 +42,6 @@ type Model struct {
 	// chat entry holds nil for a message that sends nothing.
 	chatMessages  provider.Encoded[*sdk.ChatCompletionMessageParamUnion]
 	responseItems provider.Encoded[[]responses.ResponseInputItemUnionParam]
-	// The shells of the latest requests (see provider.Shells).
-	chatShells, responseShells provider.Shells[shellKey]
 }
 
 // The tools of earlier requests, encoded, for every model: a tool encodes
@@ -56,6 +54,10 @@ var (
 	chatTools     provider.Encoded[sdk.ChatCompletionToolUnionParam]
 	responseTools provider.Encoded[responses.ToolUnionParam]
 )
+
+// The shells of requests (see provider.SharedShells), for every model for
+// the same reason: each cell's model encoded its first request's shell.
+var chatShells, responseShells provider.SharedShells[shellKey]
 
 type services struct {
 	chat      sdk.ChatCompletionService

@@ -96,3 +96,58 @@ func TestSplicedRequestsFollowTheirSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedShellsFollowTheirModels: models share the shells of their
+// requests, and each model's request is still what the SDK encodes for
+// it when the models differ in what their shells are built from (name,
+// kind, default output limit) and take turns with the same request.
+func TestSharedShellsFollowTheirModels(t *testing.T) {
+	req := conversation()
+	req.ResponseFormat, req.MaxTokens = nil, 0
+	var models []*Model
+	for _, c := range []struct {
+		name, kind string
+		maxTokens  int
+	}{
+		{"shared-a", provider.KindOpenAI, 0},
+		{"shared-b", provider.KindOpenAI, 0},
+		{"shared-a", provider.KindOpenAICompatible, 0},
+		{"shared-a", provider.KindOpenAI, 64},
+		{"shared-a", provider.KindOpenAICompatible, 64},
+	} {
+		for _, useResponses := range []bool{false, true} {
+			if useResponses && c.kind != provider.KindOpenAI {
+				continue
+			}
+			m, err := New(provider.Config{Provider: "p", Model: c.name, Kind: c.kind, MaxTokens: c.maxTokens, BaseURL: "http://127.0.0.1:1/v1", UseResponsesAPI: &useResponses, Replay: true})
+			require.NoError(t, err)
+			models = append(models, m)
+		}
+	}
+	for round := range 2 {
+		for i, m := range models {
+			for _, stream := range []bool{false, true} {
+				c, err := m.chatFields(req, stream)
+				require.NoError(t, err)
+				want, err := c.MarshalJSON()
+				require.NoError(t, err)
+				got, err := m.chatParams(req, stream)
+				require.NoError(t, err)
+				_, spliced := got.Overrides()
+				assert.True(t, spliced, "model %d", i)
+				body, err := got.MarshalJSON()
+				require.NoError(t, err)
+				assert.Equal(t, string(want), string(body), "round %d, chat model %d, stream %v", round, i, stream)
+			}
+			p, err := m.responsesFields(req)
+			require.NoError(t, err)
+			want, err := p.MarshalJSON()
+			require.NoError(t, err)
+			got, err := m.responsesParams(req)
+			require.NoError(t, err)
+			body, err := got.MarshalJSON()
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(body), "round %d, responses model %d", round, i)
+		}
+	}
+}
