@@ -225,7 +225,7 @@ func BenchmarkParseEmbedded(b *testing.B) {
 }
 
 // BenchmarkDefault is what Default pays once per process: decoding the
-// embedded catalog (models.json).
+// embedded catalog (models_gen.go).
 func BenchmarkDefault(b *testing.B) {
 	for b.Loop() {
 		if _, err := catalog.DecodeEmbedded(); err != nil {
