@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 
@@ -48,10 +49,10 @@ import (
 var datasetCaseKeys = []string{"id", "input", "files", "tools", "rubric", "checks", "expect", "epochs", "tags", "models", "agent", "messages"}
 
 // varName is what a var must look like to be written {{name}}.
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var varName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // wholeVar matches a string that is a single {{var}}.
-var wholeVar = regexp.MustCompile(`^\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}$`)
+var wholeVar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}$`) })
 
 // datasetRow is one row of a dataset: the line it starts on, the case keys
 // it sets and its vars.
@@ -112,7 +113,7 @@ func (p *parser) dataset(item ast.Node, at string, index int) {
 		p.fail(p.errAt(sub(at, "file"), "dataset file %s has no rows", path))
 		return
 	}
-	stem := unsafeID.ReplaceAllString(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), "-")
+	stem := unsafeID().ReplaceAllString(strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), "-")
 	for n, row := range rows {
 		c, err := p.datasetCase(path, stem, n+1, row, base, index)
 		if err != nil {
@@ -198,7 +199,7 @@ func (p *parser) datasetCase(path, stem string, n int, row datasetRow, base map[
 	maps.Copy(val, row.fields)
 	funcs := template.FuncMap{}
 	for name, v := range row.vars {
-		if varName.MatchString(name) {
+		if varName().MatchString(name) {
 			text := varText(v)
 			funcs[name] = func() string { return text }
 		}
@@ -263,7 +264,7 @@ func render(v any, key string, vars map[string]any, funcs template.FuncMap) (any
 		if !strings.Contains(x, "{{") {
 			return x, nil
 		}
-		if m := wholeVar.FindStringSubmatch(x); m != nil {
+		if m := wholeVar().FindStringSubmatch(x); m != nil {
 			if val, ok := vars[m[1]]; ok {
 				if _, isString := val.(string); !isString {
 					return val, nil
@@ -312,12 +313,12 @@ func render(v any, key string, vars map[string]any, funcs template.FuncMap) (any
 }
 
 // undefinedFunc finds the name text/template reports for an unknown function.
-var undefinedFunc = regexp.MustCompile(`function "([^"]+)" not defined`)
+var undefinedFunc = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`function "([^"]+)" not defined`) })
 
 // templateProblem rewrites a text/template error for the row's author: an
 // undefined function is a var the row does not have.
 func templateProblem(err error, text string, vars map[string]any) string {
-	if m := undefinedFunc.FindStringSubmatch(err.Error()); m != nil {
+	if m := undefinedFunc().FindStringSubmatch(err.Error()); m != nil {
 		have := slices.Sorted(maps.Keys(vars))
 		list := strings.Join(have, ", ")
 		if list == "" {

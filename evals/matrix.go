@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/middleware"
@@ -32,13 +33,13 @@ type Cell struct {
 	Stream bool
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var unsafeID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]+`) })
 
 // CellID is the file name (without extension) of a cell's detail file and
 // cassette: "<case>--<model>--<profile>--e<epoch>", where characters other
 // than letters, digits, '_' and '-' become '-'.
 func CellID(k CellKey) string {
-	part := func(s string) string { return unsafeID.ReplaceAllString(s, "-") }
+	part := func(s string) string { return unsafeID().ReplaceAllString(s, "-") }
 	return part(k.Case) + "--" + part(k.Model) + "--" + part(k.Profile) + "--e" + strconv.Itoa(k.Epoch)
 }
 

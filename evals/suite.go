@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
@@ -322,7 +323,7 @@ type rawCase struct {
 
 // safeName is what case ids and profile names may look like: they become
 // parts of file names.
-var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`) })
 
 func loadSuite(path string, reg *Registry) (*Suite, []error) {
 	data, err := os.ReadFile(path)
@@ -823,7 +824,7 @@ func (p *parser) models(raws []node) {
 			}
 			if m.Alias != "" {
 				switch {
-				case !safeName.MatchString(m.Alias):
+				case !safeName().MatchString(m.Alias):
 					p.fail(p.errAt(at+".alias", "alias %q may only hold letters, digits, '.', '_' and '-'", m.Alias))
 					p.broken["models"] = true
 					continue
@@ -977,7 +978,7 @@ func (p *parser) profile(i int, rp rawProfile, seen map[string]bool) (*Profile, 
 	if rp.Name == "" {
 		return nil, p.errAt(at, "a profile needs a name")
 	}
-	if !safeName.MatchString(rp.Name) {
+	if !safeName().MatchString(rp.Name) {
 		return nil, p.errAt(at+".name", "profile name %q may only hold letters, digits, '.', '_' and '-' (it becomes part of file names)", rp.Name)
 	}
 	if seen[rp.Name] {
@@ -1208,7 +1209,7 @@ func (p *parser) caseFrom(rc *rawCase, at string, index int) (*Case, error) {
 	if rc.ID == "" {
 		return nil, p.errAt(at, "a case needs an id")
 	}
-	if !safeName.MatchString(rc.ID) {
+	if !safeName().MatchString(rc.ID) {
 		return nil, p.errAt(sub(at, "id"), "case id %q may only hold letters, digits, '.', '_' and '-' (it becomes part of file names)", rc.ID)
 	}
 	c.ID = rc.ID

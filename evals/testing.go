@@ -143,7 +143,7 @@ func testOutDir(t interface{ Name() string }, suitePath string, getenv func(stri
 		abs = suitePath
 	}
 	sum := sha256.Sum256([]byte(abs))
-	name := unsafeID.ReplaceAllString(t.Name(), "_") + "-" + hex.EncodeToString(sum[:4])
+	name := unsafeID().ReplaceAllString(t.Name(), "_") + "-" + hex.EncodeToString(sum[:4])
 	return filepath.Join(root, "dageval-test", name)
 }
 

@@ -442,12 +442,12 @@ func NewTest(t TB, opts ...Option) *Recorder {
 	return r
 }
 
-var unsafePathChars = regexp.MustCompile(`[^A-Za-z0-9._/-]+`)
+var unsafePathChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._/-]+`) })
 
 // TestCassettePath is where NewTest keeps t's cassette: subtests
 // become subdirectories and other unsafe characters become "_".
 func TestCassettePath(t interface{ Name() string }) string {
-	name := unsafePathChars.ReplaceAllString(t.Name(), "_")
+	name := unsafePathChars().ReplaceAllString(t.Name(), "_")
 	return filepath.Join("testdata", "cassettes", filepath.FromSlash(name)+".yaml")
 }
 

@@ -143,8 +143,8 @@ func (m *MemoryMiddleware) BeforeAgent(ctx context.Context, s *agent.State) (*ag
 // comments that fill whole lines, which are removed with their line breaks
 // so they leave no blank lines behind.
 var (
-	htmlComment  = regexp.MustCompile(`(?s)<!--.*?-->`)
-	commentLines = regexp.MustCompile(`(?ms)^[ \t]*<!--.*?-->[ \t]*(?:\n|\z)`)
+	htmlComment  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<!--.*?-->`) })
+	commentLines = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?ms)^[ \t]*<!--.*?-->[ \t]*(?:\n|\z)`) })
 )
 
 // renderMemory renders memory files for the {agent_memory} placeholder:
@@ -157,7 +157,7 @@ func renderMemory(sources []string, contents map[string]string) string {
 		if !ok {
 			continue
 		}
-		text = htmlComment.ReplaceAllString(commentLines.ReplaceAllString(text, ""), "")
+		text = htmlComment().ReplaceAllString(commentLines().ReplaceAllString(text, ""), "")
 		text = strings.TrimRightFunc(text, isSpace)
 		if strings.TrimSpace(text) == "" {
 			continue

@@ -562,7 +562,7 @@ func decodeVerdict(raw json.RawMessage) (*GraderResponse, error) {
 }
 
 // jsonFence finds a Markdown code block, with or without a language tag.
-var jsonFence = regexp.MustCompile("(?s)```[A-Za-z]*[ \t]*\n(.*?)\n?```")
+var jsonFence = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```[A-Za-z]*[ \t]*\n(.*?)\n?```") })
 
 // verdictInText returns the JSON object in the grader's last answer: the
 // whole text, the first fenced code block holding an object, or the text
@@ -577,7 +577,7 @@ func verdictInText(msgs []llm.Message) json.RawMessage {
 		}
 	}
 	candidates := []string{text}
-	for _, m := range jsonFence.FindAllStringSubmatch(text, -1) {
+	for _, m := range jsonFence().FindAllStringSubmatch(text, -1) {
 		candidates = append(candidates, strings.TrimSpace(m[1]))
 	}
 	if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
@@ -708,12 +708,12 @@ func (m *RubricMiddleware) payload(ctx context.Context, rubric string, msgs []ll
 	return sb.String()
 }
 
-var closingTag = regexp.MustCompile(`(?i)</(rubric|transcript)`)
+var closingTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)</(rubric|transcript)`) })
 
 // neutraliseTags turns "</rubric" and "</transcript" (any case) into
 // "<\/rubric" and "<\/transcript", so content cannot end a tag early.
 func neutraliseTags(s string) string {
-	return closingTag.ReplaceAllString(s, `<\/${1}`)
+	return closingTag().ReplaceAllString(s, `<\/${1}`)
 }
 
 // TranscriptEntry is one line of the transcript the grader reads (see

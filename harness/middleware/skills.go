@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -278,7 +279,7 @@ func (m *SkillsMiddleware) load(ctx context.Context) ([]Skill, []string) {
 }
 
 // frontmatter matches the YAML frontmatter at the start of a SKILL.md.
-var frontmatter = regexp.MustCompile(`(?s)^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)`)
+var frontmatter = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)`) })
 
 // frontmatterError is a YAML problem in a SKILL.md's frontmatter, at its
 // file:line:col: "SKILL.md:3:14: skipped: invalid YAML frontmatter: …".
@@ -305,7 +306,7 @@ func parseSkill(file string, content []byte) (Skill, []string, error) {
 		return Skill{}, nil, fmt.Errorf("%s: skipped: not UTF-8 text", file)
 	}
 	text := strings.ReplaceAll(strings.TrimPrefix(string(content), "\uFEFF"), "\r\n", "\n")
-	match := frontmatter.FindStringSubmatch(text)
+	match := frontmatter().FindStringSubmatch(text)
 	if match == nil {
 		return Skill{}, nil, fmt.Errorf("%s: skipped: no YAML frontmatter (the file must start with a block between --- lines)", file)
 	}

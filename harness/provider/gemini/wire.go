@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/genai"
 
@@ -58,7 +59,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 		if vs := out.Header.Values(h); len(vs) > 0 {
 			out.Header.Del(h)
 			for _, v := range vs {
-				out.Header.Add(h, goVersion.ReplaceAllString(v, "gl-go"))
+				out.Header.Add(h, goVersion().ReplaceAllString(v, "gl-go"))
 			}
 		}
 	}
@@ -91,7 +92,7 @@ func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
 // goVersion matches the "gl-go/go1.26.8" token of the SDK's telemetry
 // headers: re-recording an unchanged conversation with another Go release
 // then writes the same cassette.
-var goVersion = regexp.MustCompile(`gl-go/\S+`)
+var goVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`gl-go/\S+`) })
 
 func isStreamPath(path string) bool { return strings.HasSuffix(path, ":streamGenerateContent") }
 
