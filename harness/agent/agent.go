@@ -79,8 +79,8 @@ type Agent struct {
 	mwNames  []string
 	formatTS llm.ToolSpec
 	// nodes names each middleware's hook per phase, as events and errors
-	// report it ("before_model:FilesystemMiddleware").
-	nodes map[Phase][]string
+	// report it ("before_model:FilesystemMiddleware"), by hookPhases index.
+	nodes [len(hookPhases)][]string
 	// toolChain is every middleware's WrapToolCall around the tool itself.
 	toolChain ToolHandler
 }
@@ -130,12 +130,6 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: middleware %q appears twice in the stack; names must be unique", name)
 		}
 		a.mwNames = append(a.mwNames, name)
-		for _, ph := range []Phase{PhaseBeforeAgent, PhaseBeforeModel, PhaseAfterModel, PhaseAfterAgent} {
-			if a.nodes == nil {
-				a.nodes = make(map[Phase][]string, 4)
-			}
-			a.nodes[ph] = append(a.nodes[ph], string(ph)+":"+name)
-		}
 		all = append(all, mw.Tools()...)
 		for _, k := range mw.StateKeys() {
 			a.keys[k.Name] = k
@@ -144,6 +138,7 @@ func New(cfg Config) (*Agent, error) {
 			}
 		}
 	}
+	a.nameNodes()
 	all = append(all, cfg.Tools...)
 	a.tools = make(map[string]tool.Tool, len(all))
 	a.specs = make([]llm.ToolSpec, 0, len(all))
@@ -190,6 +185,59 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	return a, nil
+}
+
+// hookPhases are the phases whose hooks each middleware has, in the order
+// of Agent.nodes.
+var hookPhases = [...]Phase{PhaseBeforeAgent, PhaseBeforeModel, PhaseAfterModel, PhaseAfterAgent}
+
+// nameNodes names the hooks of the middleware (a.mwNames) per phase: all
+// the names are cut from one string, with one slice of them, since
+// harness.New builds several agents per assembly and an eval run one
+// assembly per cell.
+func (a *Agent) nameNodes() {
+	n := len(a.mwNames)
+	if n == 0 {
+		return
+	}
+	size := 0
+	for _, ph := range hookPhases {
+		for _, name := range a.mwNames {
+			size += len(ph) + 1 + len(name)
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, ph := range hookPhases {
+		for _, name := range a.mwNames {
+			b.WriteString(string(ph))
+			b.WriteByte(':')
+			b.WriteString(name)
+		}
+	}
+	text := b.String()
+	all := make([]string, 0, len(hookPhases)*n)
+	at := 0
+	for _, ph := range hookPhases {
+		for _, name := range a.mwNames {
+			end := at + len(ph) + 1 + len(name)
+			all = append(all, text[at:end])
+			at = end
+		}
+	}
+	for i := range hookPhases {
+		a.nodes[i] = all[i*n : (i+1)*n : (i+1)*n]
+	}
+}
+
+// hookNodes is the node names of phase's hooks, by middleware index.
+func (a *Agent) hookNodes(phase Phase) []string {
+	for i, ph := range hookPhases {
+		if ph == phase {
+			return a.nodes[i]
+		}
+	}
+	return nil
 }
 
 // Name returns the agent's name.
@@ -576,7 +624,7 @@ func (ex *exec) route(phase Phase, jump Jump) Position {
 // hooks runs one phase's hook chain from ex.pos.Index. It returns done=true
 // when the chain finished or jumped.
 func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done bool, res *Result, err error) {
-	mws := ex.a.cfg.Middleware
+	mws, nodes := ex.a.cfg.Middleware, ex.a.hookNodes(phase)
 	// One allocation for the slot contexts of the whole chain instead of
 	// one per hook; each hook still gets a context of its own, which it
 	// may keep.
@@ -614,7 +662,7 @@ func (ex *exec) hooks(ctx context.Context, phase Phase, n int) (jump Jump, done 
 		default:
 			fn = mw.AfterAgent
 		}
-		node := ex.a.nodes[phase][i]
+		node := nodes[i]
 		hctx := &ctxs[k-ex.pos.Index]
 		hctx.Context, hctx.slot.id = ctx, node
 		u, herr := fn(hctx, ex.st)

@@ -48,6 +48,10 @@ func (af *File) Override(doc *yamlx.Doc, key string) (*File, error) {
 // the File's fields.
 func (af *File) OverrideKeys() []string {
 	var out []string
+	if len(af.overrides) == 0 {
+		// Most files override nothing; an eval run asks once per cell.
+		return out
+	}
 	t := reflect.TypeOf(File{})
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
