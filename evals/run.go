@@ -41,12 +41,16 @@ type runner struct {
 	mode       recorder.Mode
 	modeReason string
 	transport  http.RoundTripper
-	getenv     func(string) string
-	entries    map[string]provider.Entry
-	limits     map[string]chan struct{}
-	log        *slog.Logger
-	conc       int
-	liveClient *http.Client
+	// ownTransport is transport when the run made it (no
+	// Options.Transport): the run closes its idle connections when it
+	// ends, which nobody else would before the idle timeout.
+	ownTransport *http.Transport
+	getenv       func(string) string
+	entries      map[string]provider.Entry
+	limits       map[string]chan struct{}
+	log          *slog.Logger
+	conc         int
+	liveClient   *http.Client
 	// limiters pace each provider's calls across the run, shared by every
 	// cell (nil in replay, which calls no provider); limiterNote is told
 	// when one pauses its provider.
@@ -93,7 +97,7 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 			// Keep a connection per cell in flight instead of reconnecting.
 			t = t.Clone()
 			t.MaxIdleConnsPerHost = max(r.conc, 2)
-			r.transport = t
+			r.transport, r.ownTransport = t, t
 		}
 	}
 	r.liveClient = &http.Client{Transport: r.transport}
@@ -313,6 +317,9 @@ func (ss *session) keepFinished() { ss.onlyFinished = true }
 // in one go, and no run needs its results in memory.
 func (ss *session) conclude() (*RunResult, error) {
 	ss.prog.finish()
+	if ss.ownTransport != nil {
+		ss.ownTransport.CloseIdleConnections()
+	}
 	rr := &RunResult{Details: map[string]*CellDetail{}, Mode: ss.mode, ModeReason: ss.modeReason}
 	var kept []Cell
 	t := ss.s.newTally(ss.cells, string(ss.mode), ss.s.TolerateErrors || ss.o.TolerateErrors)
