@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,7 +111,10 @@ func checkBenchRun(b *testing.B, out string) {
 // inproc runs cli.Main in the benchmark's process and reports the peak
 // live heap; process runs the command as a process of its own (the test
 // binary, as dageval) and reports its peak RSS and CPU time, which on a
-// shared machine say more than the wall time. The output goes to the
+// shared machine say more than the wall time, and the peaks of its RSS's
+// two parts: anonymous memory, which is the run's, and the executable's
+// pages the kernel maps in, which the command has before it does any work
+// (see benchkit.PeakProcessMemory). The output goes to the
 // system's temporary directory: a live run makes its files durable when it
 // ends (one pass over the cell files, see fileutil.SyncFiles), which on a
 // disk costs tens of milliseconds; TMPDIR=/dev/shm leaves that cost out.
@@ -159,6 +163,7 @@ func BenchmarkRunSuiteCLI(b *testing.B) {
 			b.Fatal(err)
 		}
 		var rss int64
+		var anon, file uint64
 		var cpu time.Duration
 		n := 0
 		for b.Loop() {
@@ -166,8 +171,17 @@ func BenchmarkRunSuiteCLI(b *testing.B) {
 			n++
 			cmd := exec.Command(exe, args(out)...)
 			cmd.Env = append(os.Environ(), childEnv+"=1", "TEST_KEY=test-key", "DAGEVAL_TEST_URL="+url, "CI=")
-			if msg, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("dageval run: %v\n%s", err, msg)
+			var msg bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &msg, &msg
+			if err := cmd.Start(); err != nil {
+				b.Fatal(err)
+			}
+			stop := benchkit.PeakProcessMemory(cmd.Process.Pid, time.Millisecond)
+			err := cmd.Wait()
+			seen := stop()
+			anon, file = max(anon, seen.Anon), max(file, seen.File)
+			if err != nil {
+				b.Fatalf("dageval run: %v\n%s", err, msg.Bytes())
 			}
 			st := cmd.ProcessState
 			cpu += st.UserTime() + st.SystemTime()
@@ -180,6 +194,10 @@ func BenchmarkRunSuiteCLI(b *testing.B) {
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
+		if anon > 0 {
+			b.ReportMetric(float64(anon)/(1<<20), "peak-anon-MiB")
+			b.ReportMetric(float64(file)/(1<<20), "peak-file-MiB")
+		}
 		b.ReportMetric(float64(cpu.Milliseconds())/float64(n), "cpu-ms/op")
 	})
 }

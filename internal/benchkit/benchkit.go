@@ -1,12 +1,14 @@
-// Package benchkit holds what the end-to-end benchmarks share: a provider in a process of its own, and the peak live heap.
+// Package benchkit holds what the end-to-end benchmarks share: a provider in a process of its own, and the peak live heap and process memory.
 package benchkit
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,4 +91,61 @@ func PeakHeap(every time.Duration) (stop func() uint64) {
 		wg.Wait()
 		return peak.Load()
 	}
+}
+
+// ProcessMemory is what PeakProcessMemory saw of a process: the highest
+// anonymous and file-backed resident sizes, in bytes, each at its own
+// peak. Both are zero where /proc is not there to read.
+type ProcessMemory struct {
+	Anon, File uint64
+}
+
+// PeakProcessMemory samples /proc/PID/status every interval until stop is
+// called. Peak RSS alone mixes the process's own memory with the pages of
+// its executable the kernel maps in: with a page cache of large folios, a
+// binary of tens of megabytes of code has most of them resident whatever
+// the process does, so the anonymous peak is what the program's work
+// costs.
+func PeakProcessMemory(pid int, every time.Duration) (stop func() ProcessMemory) {
+	path := fmt.Sprintf("/proc/%d/status", pid)
+	var mu sync.Mutex
+	var peak ProcessMemory
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if data, err := os.ReadFile(path); err == nil {
+				anon, file := statusKiB(data, "RssAnon:"), statusKiB(data, "RssFile:")
+				mu.Lock()
+				peak.Anon, peak.File = max(peak.Anon, anon<<10), max(peak.File, file<<10)
+				mu.Unlock()
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() ProcessMemory {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
+// statusKiB reads the value in KiB of the /proc/PID/status line that
+// starts with key, or 0.
+func statusKiB(status []byte, key string) uint64 {
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, key); ok {
+			n, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
