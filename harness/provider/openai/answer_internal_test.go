@@ -138,6 +138,13 @@ func TestTrimmedChatAnswerDecodesAsTheWholeAnswer(t *testing.T) {
 		[]byte(`{"model":"first","id":"c","model":"second","choices":[{"message":{"content":"one","content":"two"},"finish_reason":"length","finish_reason":"stop"}]}`),
 		[]byte(`{"id":"c","choices":[{"message":{"cont\u0065nt":"escaped","refusal":"r"},"fin\u0069sh_reason":"length"}],"us\u0061ge":{"prompt_tokens":2}}`),
 		[]byte(`{"id":"c","choices":[{"message":{"content":"x","reasoning_content":"","reasoning":"second"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens_details":null}}`),
+		[]byte(`{"id":"c","choices":[{"message":{"cont\u0065nt":"a","content":"b","Content":"c","Refusal":"r"},"finish_reason":"stop"}],"Usage":{"prompt_tokens":1},"ID":"d"}`),
+		[]byte(`{"id":"c","choices":[{"message":{"content":"a","Content":"b","REASONING":"r"},"Finish_Reason":"length"}]}`),
+		[]byte(`{"id":"c","choices":[{"message":{"content":"a"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"Prompt_Tokens":2,"prompt_tokens_details":{"cached_tokens":1,"CACHED_TOKENS":5}}}`),
+		[]byte(`{"id":"c","choices":[{"message":{"tool_calls":[{"id":"a","ID":"b","Function":{"name":"x","arguments":"{}"},"function":{"name":"f","Name":"g","arguments":"{}"},"Extra_Content":{"google":{"thought_signature":"eA=="}}}]},"finish_reason":"tool_calls"}]}`),
+		[]byte(`{"id":"c","choices":[{"message":{"tool_calls":[{"id":"a","id":"b","function":{"name":"f","name":"g","arguments":"{}","arguments":"[]"},"extra_content":{"google":{"thought_signature":"YQ=="}},"extra_content":{"google":{"thought_signature":"Yg=="}}}]},"finish_reason":"tool_calls"}]}`),
+		[]byte(`{"id":"c","choices":[{"message":{"tool_calls":[{"\u0069d":"a","function":{"name":"f","arguments":"{}"}},{"id":"b","type":"custom","custom":{"name":"c","input":"i"}}]},"finish_reason":"tool_calls"}]}`),
+		[]byte(`{"id":"c","choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"},"extra_content":"text"},{"id":"b","function":null}]},"finish_reason":"tool_calls"}]}`),
 		[]byte(` { "id" : "c" , "choices" : [ { "message" : { "content" : "spaced" } , "finish_reason" : "stop" } ] } `),
 	)
 	for _, body := range bodies {
@@ -147,13 +154,40 @@ func TestTrimmedChatAnswerDecodesAsTheWholeAnswer(t *testing.T) {
 		trimmed, err := decodeChat(body)
 		require.NoError(t, err)
 		for _, n := range []int{0, 3} {
-			want, wantErr := chatResultOf(&whole)
+			want, wantErr := chatResultOf(&chatAnswer{whole: &whole})
 			got, gotErr := chatResultOf(trimmed)
 			assert.Equal(t, wantErr, gotErr, "%s", body)
 			if wantErr == nil && gotErr == nil {
 				assert.Equal(t, want.response(n), got.response(n), "%s", body)
 			}
 		}
+	}
+}
+
+// Answers that encoding/json reads as the SDK would, as an eval's live
+// calls get, skip the SDK's decoder; the others go through it (the
+// equivalence is TestTrimmedChatAnswerDecodesAsTheWholeAnswer's).
+func TestExactlyNamedAnswersSkipTheSDKDecoder(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		text bool
+	}{
+		{`{"id":"c","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"The answer is 42.","refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`, true},
+		{`{"id":"c","choices":[{"message":{"content":"a","tool_calls":[]},"finish_reason":"stop"}]}`, true},
+		{`{"id":"c","choices":[{"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2ln"}}}]},"finish_reason":"tool_calls"}]}`, true},
+		{`{"id":"c","choices":[{"message":{"content":"a","Content":"b"}}]}`, true},
+		{`{"id":"c","choices":[{"message":{"tool_calls":[{"id":"a","ID":"b","function":{"name":"f","arguments":"{}"}}]}}]}`, false},
+		{`{"id":"c","choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"f","name":"g","arguments":"{}"}}]}}]}`, false},
+		{`{"id":"c","choices":[{"message":{"tool_calls":[{"id":"a","function":{"n\u0061me":"f","arguments":"{}"}}]}}]}`, false},
+		{`{"id":"c","choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":{"x":1}}}]}}]}`, false},
+		{`{"id":"c","choices":[{"message":{"content":[{"type":"text","text":"parts"}]}}]}`, false},
+		{`{"id":"c","choices":[{"message":{"cont\u0065nt":"escaped"}}]}`, false},
+		{`{"id":"c","choices":[],"usage":{"prompt_tokens":1.5}}`, false},
+	} {
+		a, err := decodeChat([]byte(tc.body))
+		require.NoError(t, err, tc.body)
+		assert.Equal(t, tc.text, a.text != nil, "decoded as text: %s", tc.body)
+		assert.Equal(t, !tc.text, a.whole != nil, "decoded by the SDK: %s", tc.body)
 	}
 }
 

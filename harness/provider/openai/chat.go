@@ -300,7 +300,11 @@ type chatCall struct {
 	args                strings.Builder
 }
 
-func chatResultOf(c *sdk.ChatCompletion) (*chatResult, error) {
+func chatResultOf(a *chatAnswer) (*chatResult, error) {
+	if a.text != nil {
+		return chatTextResult(a.text)
+	}
+	c := a.whole
 	r := &chatResult{id: c.ID, model: c.Model, usage: c.Usage, usagePresent: c.JSON.Usage.Valid()}
 	if len(c.Choices) == 0 {
 		return nil, errors.New("the answer has no choices")
@@ -319,6 +323,51 @@ func chatResultOf(c *sdk.ChatCompletion) (*chatResult, error) {
 		r.calls = append(r.calls, call)
 	}
 	return r, nil
+}
+
+// chatTextResult reads an answer without tool calls as chatResultOf
+// reads the SDK's decoding of it.
+func chatTextResult(t *chatText) (*chatResult, error) {
+	r := &chatResult{id: t.ID, model: t.Model}
+	if u := t.Usage; u != nil {
+		r.usage = sdk.CompletionUsage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+		r.usage.PromptTokensDetails.CachedTokens = u.PromptTokensDetails.CachedTokens
+		r.usage.PromptTokensDetails.CacheWriteTokens = u.PromptTokensDetails.CacheWriteTokens
+		r.usagePresent = true
+	}
+	if len(t.Choices) == 0 {
+		return nil, errors.New("the answer has no choices")
+	}
+	ch := &t.Choices[0]
+	r.choicePresent = true
+	r.finish = ch.FinishReason
+	msg := &ch.Message
+	r.content.WriteString(msg.Content)
+	r.refusal = msg.Refusal
+	for _, raw := range []json.RawMessage{msg.ReasoningContent, msg.Reasoning} {
+		var s string
+		if len(raw) > 0 && json.Unmarshal(raw, &s) == nil && s != "" {
+			r.reasoning.WriteString(s)
+			break
+		}
+	}
+	r.signature = signatureIn(msg.ExtraContent)
+	for i := range msg.calls {
+		tc := &msg.calls[i]
+		call := &chatCall{id: tc.ID, name: tc.Function.Name, signature: signatureIn(tc.ExtraContent)}
+		call.args.WriteString(tc.Function.Arguments)
+		r.calls = append(r.calls, call)
+	}
+	return r, nil
+}
+
+// signatureIn reads Gemini's thought signature from a raw extra_content.
+func signatureIn(raw json.RawMessage) string {
+	var ec extraContent
+	if len(raw) == 0 || json.Unmarshal(raw, &ec) != nil {
+		return ""
+	}
+	return ec.Google.ThoughtSignature
 }
 
 // reasoningOf reads the reasoning text compatible servers add to messages

@@ -18,8 +18,8 @@ import (
 // chatChunk is the part of a Chat Completions stream chunk the adapter
 // reads. Chunks are decoded with encoding/json rather than through the
 // SDK's chunk type: the SDK's reflective decoder, run once per token, made
-// a replayed streamed run three times slower than the same run whole,
-// while a whole answer is decoded once per call and stays on the SDK.
+// a replayed streamed run three times slower than the same run whole
+// (whole answers made the same trade later, see chatText).
 type chatChunk struct {
 	ID      string `json:"id"`
 	Model   string `json:"model"`
