@@ -170,7 +170,9 @@ func TestThreadsAndRuns(t *testing.T) {
 	// A background run, then the list, newest first.
 	code, run := c.do("POST", "/threads/"+th+"/runs", map[string]any{"assistant_id": "worker", "input": userInput("again")})
 	require.Equal(t, http.StatusOK, code)
-	assert.Equal(t, "running", run["status"], "a run on an idle thread starts at once")
+	// The answer is the run as it is when the answer is written: a run this
+	// short may have finished by then, but it is never left pending.
+	assert.Contains(t, []any{"running", "success"}, run["status"], "a run on an idle thread starts at once")
 	done := c.waitDone(th, run["run_id"].(string))
 	assert.Equal(t, "success", done["status"])
 	code, list := c.raw("GET", "/threads/"+th+"/runs", nil)
