@@ -69,16 +69,28 @@ func StartChild(b *testing.B, testName, env string) string {
 func PeakHeap(every time.Duration) (stop func() uint64) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	var peak atomic.Uint64
+	done := sampleEvery(every, func() {
+		metrics.Read(sample)
+		if v := sample[0].Value.Uint64(); v > peak.Load() {
+			peak.Store(v)
+		}
+	})
+	return func() uint64 {
+		done()
+		return peak.Load()
+	}
+}
+
+// sampleEvery calls sample at once and then every interval, on a
+// goroutine of its own, until the function it returns is called.
+func sampleEvery(every time.Duration, sample func()) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
-			metrics.Read(sample)
-			if v := sample[0].Value.Uint64(); v > peak.Load() {
-				peak.Store(v)
-			}
+			sample()
 			select {
 			case <-done:
 				return
@@ -86,10 +98,9 @@ func PeakHeap(every time.Duration) (stop func() uint64) {
 			}
 		}
 	})
-	return func() uint64 {
+	return func() {
 		close(done)
 		wg.Wait()
-		return peak.Load()
 	}
 }
 
@@ -108,32 +119,15 @@ type ProcessMemory struct {
 // costs.
 func PeakProcessMemory(pid int, every time.Duration) (stop func() ProcessMemory) {
 	path := fmt.Sprintf("/proc/%d/status", pid)
-	var mu sync.Mutex
-	var peak ProcessMemory
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			if data, err := os.ReadFile(path); err == nil {
-				anon, file := statusKiB(data, "RssAnon:"), statusKiB(data, "RssFile:")
-				mu.Lock()
-				peak.Anon, peak.File = max(peak.Anon, anon<<10), max(peak.File, file<<10)
-				mu.Unlock()
-			}
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
+	var peak ProcessMemory // written by the sampler only until done returns
+	done := sampleEvery(every, func() {
+		if data, err := os.ReadFile(path); err == nil {
+			peak.Anon = max(peak.Anon, statusKiB(data, "RssAnon:")<<10)
+			peak.File = max(peak.File, statusKiB(data, "RssFile:")<<10)
 		}
 	})
 	return func() ProcessMemory {
-		close(done)
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
+		done()
 		return peak
 	}
 }

@@ -344,13 +344,7 @@ func chatTextResult(t *chatText) (*chatResult, error) {
 	msg := &ch.Message
 	r.content.WriteString(msg.Content)
 	r.refusal = msg.Refusal
-	for _, raw := range []json.RawMessage{msg.ReasoningContent, msg.Reasoning} {
-		var s string
-		if len(raw) > 0 && json.Unmarshal(raw, &s) == nil && s != "" {
-			r.reasoning.WriteString(s)
-			break
-		}
-	}
+	r.reasoning.WriteString(firstReasoning(msg.ReasoningContent, msg.Reasoning))
 	r.signature = signatureIn(msg.ExtraContent)
 	for i := range msg.calls {
 		tc := &msg.calls[i]

@@ -75,7 +75,13 @@ type chatDelta struct {
 // reasoning is the delta's reasoning text, as reasoningOf reads it from a
 // whole message.
 func (d *chatDelta) reasoning() string {
-	for _, raw := range []json.RawMessage{d.ReasoningContent, d.Reasoning} {
+	return firstReasoning(d.ReasoningContent, d.Reasoning)
+}
+
+// firstReasoning is the first of the raw reasoning fields that is a
+// non-empty string.
+func firstReasoning(raws ...json.RawMessage) string {
+	for _, raw := range raws {
 		var s string
 		if len(raw) > 0 && json.Unmarshal(raw, &s) == nil && s != "" {
 			return s
