@@ -35,6 +35,11 @@ type RunResult struct {
 }
 
 // runner holds what every cell of one run shares.
+// requestWriteBuffer is the write buffer of each connection of the
+// transport a run makes, large enough for most requests to go out in one
+// write.
+const requestWriteBuffer = 64 << 10
+
 type runner struct {
 	s          *Suite
 	o          Options
@@ -97,6 +102,10 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 			// Keep a connection per cell in flight instead of reconnecting.
 			t = t.Clone()
 			t.MaxIdleConnsPerHost = max(r.conc, 2)
+			// A request of an agent with the default stack (its system
+			// prompt and tool list) is 8–10 kB: net/http's 4 kB buffer
+			// would send it in two writes.
+			t.WriteBufferSize = requestWriteBuffer
 			r.transport, r.ownTransport = t, t
 		}
 	}

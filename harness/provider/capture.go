@@ -74,7 +74,7 @@ type Capture struct {
 // Middleware has the shape of both SDKs' option.Middleware.
 func (c *Capture) Middleware(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	start := time.Now()
-	resp, err := next(req)
+	resp, err := next(inMemoryBody(req))
 	if err != nil || resp == nil {
 		return resp, err
 	}
@@ -110,6 +110,29 @@ func (c *Capture) Middleware(req *http.Request, next func(*http.Request) (*http.
 		resp.Body = &firstRead{ReadCloser: resp.Body, c: c}
 	}
 	return resp, nil
+}
+
+// inMemoryBody gives req the body its GetBody makes, when it has one.
+// Both SDKs hand each attempt its body in a wrapper of their own, which
+// hides from net/http that the body is in memory: net/http then flushes
+// the headers in a write of their own and copies the body through a
+// buffer it allocates, so that every request costs two writes to the
+// socket, each waking the server. GetBody gives the same bytes as a
+// reader net/http knows, and the request goes out in one write when the
+// transport's write buffer holds it. Capture's middleware is the first
+// the SDK calls, so the body and GetBody are still the SDK's own pair.
+func inMemoryBody(req *http.Request) *http.Request {
+	if req.GetBody == nil || req.Body == nil || req.Body == http.NoBody || req.ContentLength <= 0 {
+		return req
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return req
+	}
+	_ = req.Body.Close()
+	out := *req
+	out.Body = body
+	return &out
 }
 
 // firstRead notes when the first bytes of a streamed body arrive.

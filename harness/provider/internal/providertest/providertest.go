@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -281,4 +284,51 @@ func (e *Env) Asked() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.asked...)
+}
+
+// WriteCounter is an HTTP client whose connections count the writes they
+// make to the socket, with a write buffer that holds a whole request, as
+// the transport of an eval run has.
+type WriteCounter struct {
+	Client *http.Client
+	writes atomic.Int64
+}
+
+// NewWriteCounter makes a WriteCounter whose idle connections are closed
+// when the test ends.
+func NewWriteCounter(t testing.TB) *WriteCounter {
+	w := &WriteCounter{}
+	var d net.Dialer
+	tr := &http.Transport{
+		WriteBufferSize: 64 << 10,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countedConn{Conn: c, writes: &w.writes}, nil
+		},
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	w.Client = &http.Client{Transport: tr}
+	return w
+}
+
+// Writes is the number of writes made so far.
+func (w *WriteCounter) Writes() int { return int(w.writes.Load()) }
+
+type countedConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countedConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// LongSystemPrompt is a system prompt of about n bytes, so that a request
+// is as large as one of an agent with the default stack.
+func LongSystemPrompt(n int) string {
+	return strings.Repeat("Keep the plan in the todo list and the files in the workspace. ", n/64+1)
 }
