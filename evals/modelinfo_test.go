@@ -95,6 +95,14 @@ cases: [{id: a, input: hi}]
 	assert.Equal(t, 32768, s.ModelInfo[0].ContextWindow)
 }
 
+func TestUnknownModelWithoutSuggestionWarning(t *testing.T) {
+	s, err := evals.Parse("suite.yaml", []byte("version: 1\nname: w\nproviders: {local: {kind: openai-compatible, base_url: \"http://127.0.0.1:1/v1\"}}\nagent: {name: a}\nmodels: [local:model-a]\ncases: [{id: a, input: hi}]\n"))
+	require.NoError(t, err)
+	require.Len(t, s.Warnings, 1)
+	assert.Equal(t, "suite.yaml:5:10: models[0]: local:model-a is not in the catalog. Its cost is unknown and summarization cannot use its context window; "+
+		"if the spec is right, declare them: {spec: local:model-a, context_window: …, prices: {input_per_mtok: …, output_per_mtok: …}}", s.Warnings[0])
+}
+
 func TestModelEntryErrors(t *testing.T) {
 	head := "version: 1\nname: w\nagent: {name: a}\ncases: [{id: a, input: hi}]\nmodels:\n"
 	for entry, want := range map[string]string{

@@ -955,6 +955,8 @@ func (p *parser) buildCatalog() {
 		msg := fmt.Sprintf("%s is not in the catalog", u.spec)
 		if near, ok := cat.Suggest(u.spec); ok {
 			msg += fmt.Sprintf("; did you mean %s?", near)
+		} else {
+			msg += "."
 		}
 		msg += fmt.Sprintf(" Its cost is unknown and summarization cannot use its context window; if the spec is right, declare them: {spec: %s, context_window: …, prices: {input_per_mtok: …, output_per_mtok: …}}", u.spec)
 		s.Warnings = append(s.Warnings, p.errAt(u.at, "%s", msg).Error())
