@@ -167,9 +167,12 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	opts := evals.Options{
 		OutDir: *out, Concurrency: *conc, Filter: *filter, Epochs: *epochs, Shard: shard,
 		Resume: *resume != "", RetryErrors: *retry != "",
-		// The reports are read back from --out, which holds a resumed
-		// run's earlier cells too, so nothing is kept in memory.
+		// The cells' details stay in --out, so that memory does not grow
+		// with their transcripts; the results are kept as the summary is
+		// tallied from results.jsonl's lines (a resumed run's earlier
+		// cells too), so the reports need not decode every line again.
 		ResultsOnDisk:  true,
+		KeepResults:    true,
 		Getenv:         e.getenv,
 		Progress:       e.stderr,
 		TolerateErrors: *tolerate,
@@ -212,7 +215,17 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "dageval run: mode %s: %s\n", rr.Mode, rr.ModeReason)
 	}
 	run := reports.NewRun(rr.Summary, nil, nil)
-	if loaded, lerr := reports.LoadWith(*out, reports.LoadOptions{SkipDetails: !slices.Contains(formats, reports.FormatHTML)}); lerr == nil {
+	lo := reports.LoadOptions{SkipDetails: !slices.Contains(formats, reports.FormatHTML)}
+	var loaded *reports.Run
+	var lerr error
+	if err == nil {
+		// rr.Results are results.jsonl's lines, decoded as it was written.
+		loaded, lerr = reports.LoadWithResults(*out, rr.Results, lo)
+	} else {
+		// Whatever a run that failed to finish left in --out.
+		loaded, lerr = reports.LoadWith(*out, lo)
+	}
+	if lerr == nil {
 		run = loaded
 	} else if err == nil {
 		err = lerr
@@ -304,9 +317,9 @@ func parseRunFormats(s string) ([]reports.Format, error) {
 
 // renderRun prints the table and markdown reports asked for, writes the
 // other formats (json, junit, html) into the output directory as report.*,
-// and always writes summary.md there. It renders the run as read back from
-// the output directory, so that a resumed or merged run reports exactly
-// as one that ran in one go, and a big run needs no results in memory.
+// and always writes summary.md there. It renders the run as its output
+// directory holds it (results.jsonl's lines, as written, and summary.json),
+// so that a resumed or merged run reports exactly as one that ran in one go.
 func renderRun(w io.Writer, outDir string, run *reports.Run, formats []reports.Format, o reports.TextOptions) error {
 	if outDir != "" {
 		if _, err := reports.WriteFiles(run, []reports.Format{reports.FormatMD}, filepath.Join(outDir, evals.SummaryMarkdownFile)); err != nil {

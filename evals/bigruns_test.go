@@ -767,3 +767,49 @@ func TestRateLimitsInTheSuite(t *testing.T) {
 		assert.Regexp(t, `suite\.yaml:1[0-9]:\d+: `, err.Error(), "the error is at its line")
 	}
 }
+
+// KeepResults fills a ResultsOnDisk run's Results with results.jsonl's
+// lines decoded, a resumed run's earlier cells included, and leaves its
+// Details empty.
+func TestKeepResults(t *testing.T) {
+	path := writeSuite(t, map[string]string{"suite.yaml": cellsSuite(5, "")})
+	s, err := evals.Load(path)
+	require.NoError(t, err)
+	out := t.TempDir()
+	srv := llmserver.NewServer(newCellsModel())
+	srv.FailOn(3, faultBadRequest)
+	o := evals.Options{OutDir: out, Getenv: urlEnv(srv.URL), Concurrency: 1, ResultsOnDisk: true, KeepResults: true}
+	first, err := s.Run(t.Context(), o)
+	srv.Close()
+	require.NoError(t, err)
+	require.Equal(t, 1, first.Summary.Totals.Errors)
+	assertResultsAreTheLines(t, out, first)
+
+	srv = llmserver.NewServer(newCellsModel())
+	defer srv.Close()
+	o.Getenv, o.RetryErrors = urlEnv(srv.URL), true
+	again, err := s.Run(t.Context(), o)
+	require.NoError(t, err)
+	require.Zero(t, again.Summary.Totals.Errors)
+	assertResultsAreTheLines(t, out, again)
+
+	o.KeepResults, o.RetryErrors, o.OutDir = false, false, t.TempDir()
+	onDisk, err := s.Run(t.Context(), o)
+	require.NoError(t, err)
+	assert.Empty(t, onDisk.Results, "ResultsOnDisk alone keeps no results")
+}
+
+func assertResultsAreTheLines(t *testing.T, out string, rr *evals.RunResult) {
+	t.Helper()
+	var lines []evals.CellResult
+	for _, l := range bytes.SplitAfter(readFile(t, filepath.Join(out, evals.ResultsFile)), []byte("\n")) {
+		if len(l) > 0 {
+			var r evals.CellResult
+			require.NoError(t, json.Unmarshal(l, &r))
+			lines = append(lines, r)
+		}
+	}
+	require.Len(t, lines, 10)
+	assert.Equal(t, lines, rr.Results)
+	assert.Empty(t, rr.Details, "the details stay on disk")
+}

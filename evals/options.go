@@ -76,6 +76,15 @@ type Options struct {
 	// results are only in OutDir (read them with the reports package), so
 	// memory does not grow with the matrix. Without OutDir it is ignored.
 	ResultsOnDisk bool
+	// KeepResults, with ResultsOnDisk, fills RunResult.Results after all,
+	// with each cell's result as results.jsonl holds it: decoded from the
+	// very line written there (so scrubbed as on disk, and a resumed run's
+	// earlier cells included) when the summary is tallied, so a caller
+	// that reports the run need not read results.jsonl back and decode
+	// every line a second time (see reports.LoadWithResults). Details stay
+	// empty: the cells' transcripts, files and gradings are the bulk of a
+	// run and what ResultsOnDisk keeps out of memory; they are in OutDir.
+	KeepResults bool
 
 	// gate makes Run(t) fail on the suite's verdict instead of per cell.
 	gate bool

@@ -337,10 +337,13 @@ func (ss *session) conclude() (*RunResult, error) {
 		if ss.onlyFinished {
 			kept = append(kept, ss.cells[i])
 		}
-		if r == nil || !ss.keep {
+		if r == nil || !ss.keep && !ss.o.KeepResults {
 			return
 		}
 		rr.Results = append(rr.Results, *r)
+		if !ss.keep {
+			return // the details stay on disk
+		}
 		if d := ss.details[i]; d != nil {
 			rr.Details[r.ID] = d
 		} else if d, err := readDetail(ss.out.dir, r.ID); err == nil {

@@ -81,7 +81,7 @@ func LoadWith(path string, opts LoadOptions) (*Run, error) {
 		return nil, err
 	}
 	if fi.IsDir() {
-		return loadDir(path, opts, true)
+		return loadDir(path, opts, true, nil)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -96,16 +96,27 @@ func LoadWith(path string, opts LoadOptions) (*Run, error) {
 	if strings.HasPrefix(probe.Schema, reportSchemaPrefix) {
 		return loadReport(path, data)
 	}
-	r, err := loadDir(filepath.Dir(path), opts, false)
+	r, err := loadDir(filepath.Dir(path), opts, false, nil)
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
+// LoadWithResults is LoadWith for the output directory of a run that has
+// just finished, whose cell results the caller holds already, decoded from
+// results.jsonl's lines as they were written (evals.Options.KeepResults):
+// they are checked as the file's lines would be, in place of reading the
+// file back and decoding every line again. The summary and, unless
+// opts.SkipDetails, the cells' details are read from dir.
+func LoadWithResults(dir string, results []evals.CellResult, opts LoadOptions) (*Run, error) {
+	return loadDir(dir, opts, true, &results)
+}
+
 // loadDir reads summary.json and, when present (required when strict),
-// results.jsonl and cells/ from dir.
-func loadDir(dir string, opts LoadOptions, strict bool) (*Run, error) {
+// results.jsonl and cells/ from dir. Results given stand for what
+// results.jsonl holds, which must be there all the same.
+func loadDir(dir string, opts LoadOptions, strict bool, given *[]evals.CellResult) (*Run, error) {
 	r := &Run{Source: dir, Details: map[string]*evals.CellDetail{}}
 	sumPath := filepath.Join(dir, evals.SummaryFile)
 	data, err := os.ReadFile(sumPath)
@@ -122,7 +133,12 @@ func loadDir(dir string, opts LoadOptions, strict bool) (*Run, error) {
 		return nil, err
 	}
 	resPath := filepath.Join(dir, evals.ResultsFile)
-	f, err := os.Open(resPath)
+	var f *os.File
+	if given != nil {
+		_, err = os.Stat(resPath)
+	} else {
+		f, err = os.Open(resPath)
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !strict:
 		return r, nil
@@ -131,8 +147,13 @@ func loadDir(dir string, opts LoadOptions, strict bool) (*Run, error) {
 	case err != nil:
 		return nil, err
 	}
-	defer f.Close()
-	if r.Results, err = readResults(resPath, f); err != nil {
+	if given != nil {
+		r.Results, err = checkResults(resPath, *given)
+	} else {
+		defer f.Close()
+		r.Results, err = readResults(resPath, f)
+	}
+	if err != nil {
 		return nil, err
 	}
 	r.HasResults = true
@@ -193,7 +214,7 @@ func NewRun(summary evals.Summary, results []evals.CellResult, details map[strin
 // duplicate cells.
 func readResults(path string, rd io.Reader) ([]evals.CellResult, error) {
 	var out []evals.CellResult
-	seen := map[evals.CellKey]int{}
+	check := newResultChecker(path)
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 0, 64*1024), 64*1024*1024)
 	line := 0
@@ -209,19 +230,53 @@ func readResults(path string, rd io.Reader) ([]evals.CellResult, error) {
 			e.Line = line // the offset, and so the column, is within this line
 			return nil, e
 		}
-		if field, err := checkCell(&c); err != nil {
-			return nil, &Error{File: path, Line: line, Field: field, Err: err}
+		if err := check.cell(line, &c); err != nil {
+			return nil, err
 		}
-		if prev, dup := seen[c.CellKey]; dup {
-			return nil, &Error{File: path, Line: line, Err: fmt.Errorf("cell %s repeats line %d", keyString(c.CellKey), prev)}
-		}
-		seen[c.CellKey] = line
 		out = append(out, c)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &Error{File: path, Line: line + 1, Err: err}
 	}
 	return out, nil
+}
+
+// checkResults checks results decoded from results.jsonl's lines, one
+// line each, as readResults checks the lines it reads.
+func checkResults(path string, results []evals.CellResult) ([]evals.CellResult, error) {
+	if len(results) == 0 {
+		return nil, nil // as from a file without lines
+	}
+	check := newResultChecker(path)
+	for i := range results {
+		if err := check.cell(i+1, &results[i]); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// resultChecker checks each cell result of a results.jsonl, refusing
+// duplicate cells.
+type resultChecker struct {
+	path string
+	seen map[evals.CellKey]int
+}
+
+func newResultChecker(path string) *resultChecker {
+	return &resultChecker{path: path, seen: map[evals.CellKey]int{}}
+}
+
+// cell checks the result on line (1-based) of the file.
+func (rc *resultChecker) cell(line int, c *evals.CellResult) error {
+	if field, err := checkCell(c); err != nil {
+		return &Error{File: rc.path, Line: line, Field: field, Err: err}
+	}
+	if prev, dup := rc.seen[c.CellKey]; dup {
+		return &Error{File: rc.path, Line: line, Err: fmt.Errorf("cell %s repeats line %d", keyString(c.CellKey), prev)}
+	}
+	rc.seen[c.CellKey] = line
+	return nil
 }
 
 func checkCell(c *evals.CellResult) (string, error) {

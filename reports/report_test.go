@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -357,7 +359,8 @@ func TestLoadErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := copyFixture(t)
-			_, err := reports.Load(tc.break_(t, dir))
+			path := tc.break_(t, dir)
+			_, err := reports.Load(path)
 			require.Error(t, err)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
@@ -365,6 +368,11 @@ func TestLoadErrors(t *testing.T) {
 			var le *reports.Error
 			if !strings.Contains(tc.name, "no summary") {
 				assert.ErrorAs(t, err, &le)
+			}
+			if lines, ok := decodeLines(t, filepath.Join(dir, evals.ResultsFile)); ok {
+				_, given := reports.LoadWithResults(path, lines, reports.LoadOptions{})
+				require.Error(t, given, "results given are checked as the file's lines")
+				assert.Equal(t, err.Error(), given.Error())
 			}
 		})
 	}
@@ -391,6 +399,47 @@ func TestLoadFromSummaryPathReadsSiblings(t *testing.T) {
 	assert.True(t, r.HasResults)
 	assert.Len(t, r.Results, 59)
 	assert.Len(t, r.Details, 59)
+}
+
+// decodeLines decodes each line of a results.jsonl, as the runner does
+// when it writes one; false when the file is missing or a line is not a
+// result.
+func decodeLines(t *testing.T, path string) ([]evals.CellResult, bool) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true
+	}
+	require.NoError(t, err)
+	var out []evals.CellResult
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if l == "" {
+			continue
+		}
+		var r evals.CellResult
+		if json.Unmarshal([]byte(l), &r) != nil {
+			return nil, false
+		}
+		out = append(out, r)
+	}
+	return out, true
+}
+
+// A run that holds its results as it wrote them reports as one loaded
+// from its files.
+func TestLoadWithResultsMatchesLoad(t *testing.T) {
+	r := loadFixture(t)
+	lines, ok := decodeLines(t, filepath.Join(fixtureDir, evals.ResultsFile))
+	require.True(t, ok)
+	given, err := reports.LoadWithResults(fixtureDir, lines, reports.LoadOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, r, given)
+	for _, f := range reports.Formats {
+		assert.Equal(t, render(t, r, f), render(t, given, f), "format %s", f)
+	}
+	skipped, err := reports.LoadWithResults(fixtureDir, lines, reports.LoadOptions{SkipDetails: true})
+	require.NoError(t, err)
+	assert.Empty(t, skipped.Details)
 }
 
 // The runner renders from memory: NewRun gives the same reports as loading
