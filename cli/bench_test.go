@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -118,6 +120,13 @@ func checkBenchRun(b *testing.B, out string) {
 // system's temporary directory: a live run makes its files durable when it
 // ends (one pass over the cell files, see fileutil.SyncFiles), which on a
 // disk costs tens of milliseconds; TMPDIR=/dev/shm leaves that cost out.
+//
+// floor is what the same traffic costs without dageval: the requests of
+// one cell, captured, sent again 400 times each by a bare net/http client
+// from 4 goroutines, the answers read and dropped. The server does the
+// same work for them as for the run, so the difference between inproc and
+// floor is what dageval adds to the HTTP round trips (agent, SDK, checks,
+// files, reports), and no eval of this workload runs faster than floor.
 func BenchmarkRunSuiteCLI(b *testing.B) {
 	url := benchkit.StartChild(b, "TestBenchEvalProvider", benchProviderEnv)
 	dir := b.TempDir()
@@ -200,4 +209,91 @@ func BenchmarkRunSuiteCLI(b *testing.B) {
 		}
 		b.ReportMetric(float64(cpu.Milliseconds())/float64(n), "cpu-ms/op")
 	})
+
+	b.Run("floor", func(b *testing.B) {
+		exchanges := captureCase(b, suite, getenv)
+		tr := &http.Transport{MaxIdleConnsPerHost: 4, WriteBufferSize: 64 << 10}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr}
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					for range 2 * benchCases / 4 {
+						for _, x := range exchanges {
+							post(b, client, x)
+						}
+					}
+				})
+			}
+			wg.Wait()
+		}
+	})
+}
+
+// exchange is one request a cell of the benchmark's suite makes.
+type exchange struct {
+	url, auth string
+	body      []byte
+}
+
+// captureCase runs the suite's first cell and returns its requests: the
+// agent's model call and the grader's.
+func captureCase(b *testing.B, suitePath string, getenv func(string) string) []exchange {
+	b.Helper()
+	s, err := evals.NewRegistry().Load(suitePath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &capturing{next: http.DefaultTransport}
+	rr, err := s.Run(context.Background(), evals.Options{Filter: "case=case-000 model=local:model-a", Getenv: getenv, Transport: c})
+	if err != nil || rr.Summary.Totals.Passed != 1 {
+		b.Fatalf("capturing a cell's requests: %v", err)
+	}
+	if len(c.seen) != 2 {
+		b.Fatalf("a cell made %d requests, want 2", len(c.seen))
+	}
+	return c.seen
+}
+
+// capturing keeps the requests it carries.
+type capturing struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	seen []exchange
+}
+
+func (c *capturing) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.seen = append(c.seen, exchange{url: req.URL.String(), auth: req.Header.Get("Authorization"), body: body})
+	c.mu.Unlock()
+	out := req.Clone(req.Context())
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	return c.next.RoundTrip(out)
+}
+
+// post sends x as a bare net/http client would and reads the answer.
+func post(b *testing.B, client *http.Client, x exchange) {
+	req, err := http.NewRequest(http.MethodPost, x.url, bytes.NewReader(x.body))
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", x.auth)
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Errorf("POST %s: %s %v", x.url, resp.Status, err)
+	}
 }
