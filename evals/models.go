@@ -9,7 +9,6 @@ import (
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/profile"
 	"github.com/dageval/dageval/harness/provider"
-	"github.com/dageval/dageval/harness/provider/builtin"
 )
 
 // providerEntries merges the registered providers, the agent file's and
@@ -56,11 +55,11 @@ func (r *runner) providerConfig() provider.Config {
 // built-in adapters with cfg, the suite's providers and the run's
 // per-provider limits.
 func (r *runner) newResolver(cfg provider.Config) (func(string) (llm.ChatModel, error), error) {
-	res := builtin.NewResolver(cfg)
-	if err := res.SetEntries(r.entries); err != nil {
+	models, err := r.modelResolver()
+	if err != nil {
 		return nil, err
 	}
-	resolve := harness.ModelResolver(profile.Default(), res)
+	resolve := harness.ModelResolver(profile.Default(), models.WithBase(cfg))
 	if len(r.limits) == 0 {
 		return resolve, nil
 	}
@@ -79,10 +78,10 @@ func (r *runner) newResolver(cfg provider.Config) (func(string) (llm.ChatModel, 
 
 func (r *runner) models(cell Cell) (*cellModels, error) {
 	if r.mode == recorder.ModeLive {
-		// Live calls keep nothing, so they need no recorder in the way.
-		cfg := r.providerConfig()
-		cfg.HTTPClient = r.liveClient
-		resolve, err := r.newResolver(cfg)
+		// Live calls keep nothing, so they need no recorder in the way,
+		// and every cell resolves its models alike (the resolver holds no
+		// state a resolution changes): one resolver serves the run.
+		resolve, err := r.liveResolve()
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,9 @@ import (
 	"sync"
 
 	"github.com/dageval/dageval/fakes/recorder"
+	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/provider"
+	"github.com/dageval/dageval/harness/provider/builtin"
 	"github.com/dageval/dageval/internal/scrub"
 )
 
@@ -69,6 +71,12 @@ type runner struct {
 	// givens are the descriptions of agents that cells share (see given).
 	givenMu sync.Mutex
 	givens  map[givenKey]*sharedGiven
+	// modelResolver is the built-in adapters with the run's provider
+	// entries, checked once; each resolver of the run derives from it
+	// (provider.Resolver.WithBase). liveResolve is the resolver of a live
+	// run's cells, built at the first cell.
+	modelResolver func() (*provider.Resolver, error)
+	liveResolve   func() (func(string) (llm.ChatModel, error), error)
 }
 
 func (s *Suite) newRunner(o Options) (*runner, error) {
@@ -110,6 +118,18 @@ func (s *Suite) newRunner(o Options) (*runner, error) {
 		}
 	}
 	r.liveClient = &http.Client{Transport: r.transport}
+	r.modelResolver = sync.OnceValues(func() (*provider.Resolver, error) {
+		res := builtin.NewResolver(provider.Config{})
+		if err := res.SetEntries(r.entries); err != nil {
+			return nil, err
+		}
+		return res, nil
+	})
+	r.liveResolve = sync.OnceValues(func() (func(string) (llm.ChatModel, error), error) {
+		cfg := r.providerConfig()
+		cfg.HTTPClient = r.liveClient
+		return r.newResolver(cfg)
+	})
 	if mode != recorder.ModeReplay {
 		// A share of each limit per shard, so that the shards of a run
 		// keep to the suite's limits together.

@@ -87,6 +87,11 @@ func BuiltinEntries() map[string]Entry {
 	return out
 }
 
+// builtinEntries is the built-in entries for resolvers to share: a
+// resolver copies the map before it changes it, and replaces entries
+// rather than modifying them.
+var builtinEntries = sync.OnceValue(BuiltinEntries)
+
 // BuiltinNames lists the built-in entry names, sorted.
 func BuiltinNames() []string { return slices.Sorted(maps.Keys(builtins)) }
 

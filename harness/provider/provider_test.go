@@ -594,3 +594,43 @@ func TestCloudCredentialsAreSecrets(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "[REDACTED]", c.Scrub("ya29.canary-token"))
 }
+
+// TestResolversShareNothingThatChanges: resolvers share the built-in
+// entries and, through WithBase, each other's entries and factories (an
+// eval run derives a resolver per cell), yet what one of them is told
+// never reaches another.
+func TestResolversShareNothingThatChanges(t *testing.T) {
+	local := provider.Entry{Kind: provider.KindOpenAICompatible, BaseURL: "http://127.0.0.1:9999/v1"}
+	a, b := newResolver(t, nil), newResolver(t, nil)
+	require.NoError(t, a.SetEntry("openai", local))
+	e, _ := b.Entry("openai")
+	assert.Equal(t, provider.KindOpenAI, e.Kind, "a resolver's entry replaced another's built-in one")
+	assert.Equal(t, provider.KindOpenAI, provider.BuiltinEntries()["openai"].Kind)
+
+	parent := newResolver(t, nil)
+	require.NoError(t, parent.SetEntry("local", local))
+	child := parent.WithBase(provider.Config{Getenv: env(map[string]string{"K": "v"}), Timeout: time.Second})
+	m, err := child.Resolve("local:model-a")
+	require.NoError(t, err, "a derived resolver has its parent's entries and factories")
+	assert.Equal(t, "http://127.0.0.1:9999/v1", m.(*fakeModel).cfg.BaseURL)
+	assert.Equal(t, time.Second, m.(*fakeModel).cfg.Timeout, "a derived resolver has its own base")
+	assert.Equal(t, "v", m.(*fakeModel).cfg.Env("K"))
+
+	require.NoError(t, child.SetEntry("other", local))
+	require.NoError(t, child.SetEntries(map[string]provider.Entry{"local": {Kind: provider.KindOpenAICompatible, BaseURL: "http://127.0.0.1:1/v1"}}))
+	require.NoError(t, child.Register(provider.KindAnthropic, func(c provider.Config) (llm.ChatModel, error) { return nil, errors.New("child's factory") }))
+	_, ok := parent.Entry("other")
+	assert.False(t, ok, "an entry set on the derived resolver reached its parent")
+	m, err = parent.Resolve("local:model-a")
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:9999/v1", m.(*fakeModel).cfg.BaseURL, "entries set on the derived resolver reached its parent")
+	_, err = parent.Resolve("anthropic:claude-sonnet-4-6")
+	assert.NoError(t, err, "a factory registered on the derived resolver reached its parent")
+
+	sibling := parent.WithBase(provider.Config{})
+	require.NoError(t, parent.SetEntry("late", local))
+	_, ok = sibling.Entry("late")
+	assert.False(t, ok, "an entry set on the parent reached a resolver derived before")
+	_, ok = child.Entry("other")
+	assert.True(t, ok)
+}

@@ -23,6 +23,11 @@ type Resolver struct {
 	base      Config
 	entries   map[string]Entry
 	factories map[string]Factory
+	// entriesShared and factoriesShared say the map is also another
+	// resolver's (see WithBase), or the built-in entries: it is copied
+	// before it changes, so that building a resolver per eval cell copies
+	// and validates nothing.
+	entriesShared, factoriesShared bool
 }
 
 // NewResolver returns a resolver with the built-in entries and no factories.
@@ -32,11 +37,34 @@ type Resolver struct {
 // credentials, Headers, ExtraBody, UseResponsesAPI) are ignored; they come
 // from entries and per-model options.
 func NewResolver(base Config) *Resolver {
+	return &Resolver{base: sharedBase(base), entries: builtinEntries(), entriesShared: true, factories: map[string]Factory{}}
+}
+
+// sharedBase is base less the fields that come from entries and options.
+func sharedBase(base Config) Config {
 	b := base.Clone()
 	b.Provider, b.Model, b.Kind, b.BaseURL = "", "", "", ""
 	b.APIKey, b.APIKeyEnv, b.AuthHeader, b.KeyOptional, b.UseResponsesAPI = "", "", "", false, nil
 	b.Headers, b.ExtraBody = nil, nil
-	return &Resolver{base: b, entries: BuiltinEntries(), factories: map[string]Factory{}}
+	return b
+}
+
+// WithBase returns a resolver with r's entries and factories and base in
+// place of r's (as for NewResolver): what an eval run's cells share, each
+// with the HTTP client of its own recorder. Later changes to either
+// resolver do not reach the other.
+func (r *Resolver) WithBase(base Config) *Resolver {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entriesShared, r.factoriesShared = true, true
+	return &Resolver{base: sharedBase(base), entries: r.entries, factories: r.factories, entriesShared: true, factoriesShared: true}
+}
+
+// ownEntries makes r.entries r's own before a change; r.mu is held.
+func (r *Resolver) ownEntries() {
+	if r.entriesShared {
+		r.entries, r.entriesShared = maps.Clone(r.entries), false
+	}
 }
 
 // Register installs the factory for a wire protocol, replacing any earlier one.
@@ -49,6 +77,9 @@ func (r *Resolver) Register(kind string, f Factory) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.factoriesShared {
+		r.factories, r.factoriesShared = maps.Clone(r.factories), false
+	}
 	r.factories[kind] = f
 	return nil
 }
@@ -60,6 +91,7 @@ func (r *Resolver) SetEntry(name string, e Entry) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.ownEntries()
 	r.entries[name] = e.clone()
 	return nil
 }
@@ -73,8 +105,12 @@ func (r *Resolver) SetEntries(entries map[string]Entry) error {
 			return err
 		}
 	}
+	if len(names) == 0 {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.ownEntries()
 	for _, name := range names {
 		r.entries[name] = entries[name].clone()
 	}
