@@ -162,6 +162,28 @@ type Config struct {
 	// an error that only matters once a live call happens, and that a
 	// base_url option replacing the entry's URL clears.
 	unsetURL, unsetHeaders []string
+	// shared is the resolver's store of what its models share (see
+	// Shared); nil for a config that no resolver made.
+	shared *sync.Map
+}
+
+// Shared returns what build made for key when a model was first built
+// from the resolver that made c, building it now if none was: the models
+// of one resolver share its base (the HTTP client above all), so that an
+// adapter builds its SDK client once per resolver (an eval run's cells
+// each build their models) rather than once per model. The key must
+// capture everything the value is made of other than the resolver's
+// base, and the value must never change. A config no resolver made shares
+// nothing.
+func (c Config) Shared(key any, build func() any) any {
+	if c.shared == nil {
+		return build()
+	}
+	if v, ok := c.shared.Load(key); ok {
+		return v
+	}
+	v, _ := c.shared.LoadOrStore(key, build())
+	return v
 }
 
 // pending is the error of unset variables, nil when there are none.

@@ -28,6 +28,9 @@ type Resolver struct {
 	// before it changes, so that building a resolver per eval cell copies
 	// and validates nothing.
 	entriesShared, factoriesShared bool
+	// shared is what the models built from this resolver's base share
+	// (see Config.Shared).
+	shared *sync.Map
 }
 
 // NewResolver returns a resolver with the built-in entries and no factories.
@@ -37,7 +40,7 @@ type Resolver struct {
 // credentials, Headers, ExtraBody, UseResponsesAPI) are ignored; they come
 // from entries and per-model options.
 func NewResolver(base Config) *Resolver {
-	return &Resolver{base: sharedBase(base), entries: builtinEntries(), entriesShared: true, factories: map[string]Factory{}}
+	return &Resolver{base: sharedBase(base), entries: builtinEntries(), entriesShared: true, factories: map[string]Factory{}, shared: &sync.Map{}}
 }
 
 // sharedBase is base less the fields that come from entries and options.
@@ -45,7 +48,7 @@ func sharedBase(base Config) Config {
 	b := base.Clone()
 	b.Provider, b.Model, b.Kind, b.BaseURL = "", "", "", ""
 	b.APIKey, b.APIKeyEnv, b.AuthHeader, b.KeyOptional, b.UseResponsesAPI = "", "", "", false, nil
-	b.Headers, b.ExtraBody = nil, nil
+	b.Headers, b.ExtraBody, b.shared = nil, nil, nil
 	return b
 }
 
@@ -57,7 +60,7 @@ func (r *Resolver) WithBase(base Config) *Resolver {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.entriesShared, r.factoriesShared = true, true
-	return &Resolver{base: sharedBase(base), entries: r.entries, factories: r.factories, entriesShared: true, factoriesShared: true}
+	return &Resolver{base: sharedBase(base), entries: r.entries, factories: r.factories, entriesShared: true, factoriesShared: true, shared: &sync.Map{}}
 }
 
 // ownEntries makes r.entries r's own before a change; r.mu is held.
@@ -147,6 +150,7 @@ func (r *Resolver) Config(spec string, options map[string]any) (Config, error) {
 		return Config{}, fmt.Errorf("model spec %q: unknown provider %q; known providers: %s (declare others under providers:)", spec, s.Provider, strings.Join(r.Names(), ", "))
 	}
 	c := e.config(s.Provider, s.Model, base)
+	c.shared = r.shared
 	if err := ApplyOptions(&c, options); err != nil {
 		return Config{}, fmt.Errorf("model spec %q: %w", spec, err)
 	}
@@ -174,6 +178,11 @@ func (r *Resolver) Build(c Config) (llm.ChatModel, error) {
 	r.mu.RLock()
 	f, ok := r.factories[c.Kind]
 	r.mu.RUnlock()
+	if c.shared != r.shared || c.HTTPClient != r.base.HTTPClient {
+		// Only the models of this resolver's own base share what they
+		// build: a config changed to another client would keep it alive.
+		c.shared = nil
+	}
 	if !ok {
 		return nil, fmt.Errorf("provider %s: no adapter registered for kind %s (use builtin.NewResolver, or register one)", c.name(), c.Kind)
 	}

@@ -130,6 +130,32 @@ func newModel(cfg provider.Config, platform Platform) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if platform == nil && len(cfg.ExtraBody) == 0 {
+		// The client is made of the HTTP client, the URL and the headers
+		// alone, and the SDK never changes it: the models of one resolver
+		// with the same three share it.
+		key := sharedClientKey{http: cfg.HTTPClient, baseURL: cfg.BaseURL, headers: headerKey(cfg.Headers)}
+		c := cfg.Shared(key, func() any { return newClient(cfg, nil) }).(*client)
+		m := &Model{cfg: cfg, base: c.opts, svc: c.svc}
+		m.once.Do(func() {})
+		return m, nil
+	}
+	c := newClient(cfg, platform)
+	m := &Model{cfg: cfg, platform: platform, base: c.opts, svc: c.svc}
+	if platform == nil {
+		m.once.Do(func() {})
+	}
+	return m, nil
+}
+
+// client is the SDK's side of a model: its request options and, without a
+// platform, its services.
+type client struct {
+	opts []option.RequestOption
+	svc  services
+}
+
+func newClient(cfg provider.Config, platform Platform) *client {
 	opts := []option.RequestOption{
 		option.WithHTTPClient(cfg.Client()),
 		option.WithMaxRetries(0), // provider.RetryPolicy decides
@@ -143,12 +169,34 @@ func newModel(cfg provider.Config, platform Platform) (*Model, error) {
 	for _, k := range slices.Sorted(maps.Keys(cfg.ExtraBody)) {
 		opts = append(opts, option.WithJSONSet(k, cfg.ExtraBody[k]))
 	}
-	m := &Model{cfg: cfg, platform: platform, base: opts}
+	c := &client{opts: opts}
 	if platform == nil {
-		m.svc = services{chat: sdk.NewChatCompletionService(opts...), responses: responses.NewResponseService(opts...)}
-		m.once.Do(func() {})
+		c.svc = services{chat: sdk.NewChatCompletionService(opts...), responses: responses.NewResponseService(opts...)}
 	}
-	return m, nil
+	return c
+}
+
+// sharedClientKey is what a shared client is made of besides the
+// resolver's base (see provider.Config.Shared).
+type sharedClientKey struct {
+	http             *http.Client
+	baseURL, headers string
+}
+
+// headerKey is headers in one comparable string: sorted, each name and
+// value ended by a NUL, which neither may contain.
+func headerKey(headers map[string]string) string {
+	if len(headers) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		b.WriteString(k)
+		b.WriteByte(0)
+		b.WriteString(headers[k])
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // services returns the SDK services, building a platform's at the first call.
