@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime/debug"
 	"slices"
@@ -191,25 +192,74 @@ func New(cfg Config) (*Agent, error) {
 // of Agent.nodes.
 var hookPhases = [...]Phase{PhaseBeforeAgent, PhaseBeforeModel, PhaseAfterModel, PhaseAfterAgent}
 
-// nameNodes names the hooks of the middleware (a.mwNames) per phase: all
-// the names are cut from one string, with one slice of them, since
-// harness.New builds several agents per assembly and an eval run one
-// assembly per cell.
+// nameNodes names the hooks of the middleware (a.mwNames) per phase. The
+// names of a stack are the same in every agent built with it (harness.New
+// builds several agents per assembly and an eval run one assembly per
+// cell), and never change: agents with the same middleware share them.
 func (a *Agent) nameNodes() {
-	n := len(a.mwNames)
-	if n == 0 {
+	if len(a.mwNames) == 0 {
 		return
 	}
+	key := stackKey(a.mwNames)
+	hookNames.mu.RLock()
+	e, ok := hookNames.m[key]
+	hookNames.mu.RUnlock()
+	if ok && slices.Equal(e.names, a.mwNames) {
+		a.nodes = e.nodes
+		return
+	}
+	e = &stackNodes{names: slices.Clone(a.mwNames), nodes: makeNodes(a.mwNames)}
+	a.nodes = e.nodes
+	hookNames.mu.Lock()
+	defer hookNames.mu.Unlock()
+	if hookNames.m == nil || len(hookNames.m) >= maxStacksNamed {
+		// A process that builds ever new stacks names them afresh.
+		hookNames.m = map[uint64]*stackNodes{}
+	}
+	hookNames.m[key] = e
+}
+
+// hookNames holds the node names of the stacks agents were built with,
+// by a hash of their middleware names (stackKey).
+var hookNames struct {
+	mu sync.RWMutex
+	m  map[uint64]*stackNodes
+}
+
+// maxStacksNamed bounds hookNames.
+const maxStacksNamed = 256
+
+type stackNodes struct {
+	names []string
+	nodes [len(hookPhases)][]string
+}
+
+var stackSeed = maphash.MakeSeed()
+
+func stackKey(names []string) uint64 {
+	var h maphash.Hash
+	h.SetSeed(stackSeed)
+	for _, name := range names {
+		h.WriteString(name)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
+// makeNodes names the hooks of the middleware names per phase: all the
+// names are cut from one string, with one slice of them.
+func makeNodes(names []string) (nodes [len(hookPhases)][]string) {
+	n := len(names)
 	size := 0
 	for _, ph := range hookPhases {
-		for _, name := range a.mwNames {
+		for _, name := range names {
 			size += len(ph) + 1 + len(name)
 		}
 	}
 	var b strings.Builder
 	b.Grow(size)
 	for _, ph := range hookPhases {
-		for _, name := range a.mwNames {
+		for _, name := range names {
 			b.WriteString(string(ph))
 			b.WriteByte(':')
 			b.WriteString(name)
@@ -219,15 +269,16 @@ func (a *Agent) nameNodes() {
 	all := make([]string, 0, len(hookPhases)*n)
 	at := 0
 	for _, ph := range hookPhases {
-		for _, name := range a.mwNames {
+		for _, name := range names {
 			end := at + len(ph) + 1 + len(name)
 			all = append(all, text[at:end])
 			at = end
 		}
 	}
 	for i := range hookPhases {
-		a.nodes[i] = all[i*n : (i+1)*n : (i+1)*n]
+		nodes[i] = all[i*n : (i+1)*n : (i+1)*n]
 	}
+	return nodes
 }
 
 // hookNodes is the node names of phase's hooks, by middleware index.

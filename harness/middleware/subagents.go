@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/llm"
@@ -134,7 +135,41 @@ func (m *SubAgentMiddleware) description() string {
 			d = defaultTaskDescriptionGP
 		}
 	}
-	return strings.ReplaceAll(d, "{available_agents}", m.agentList())
+	if r := lastTaskDescription.Load(); r != nil && r.template == d && r.lists(m.opts.SubAgents) {
+		return r.text
+	}
+	r := &taskDescription{template: d, text: strings.ReplaceAll(d, "{available_agents}", m.agentList())}
+	for _, sa := range m.opts.SubAgents {
+		r.names = append(r.names, sa.Name)
+		r.descriptions = append(r.descriptions, sa.Description)
+	}
+	lastTaskDescription.Store(r)
+	return r.text
+}
+
+// lastTaskDescription is the task tool's description as last rendered:
+// an eval run assembles the same subagents in every cell, whose agents
+// then share the text instead of each rendering its own.
+var lastTaskDescription atomic.Pointer[taskDescription]
+
+// taskDescription is a task tool description and what it was rendered from.
+type taskDescription struct {
+	template            string
+	names, descriptions []string
+	text                string
+}
+
+// lists reports whether the description lists subagents, as rendered.
+func (r *taskDescription) lists(subagents []SubAgent) bool {
+	if len(subagents) != len(r.names) {
+		return false
+	}
+	for i, sa := range subagents {
+		if sa.Name != r.names[i] || sa.Description != r.descriptions[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Name implements agent.Middleware.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -388,4 +389,39 @@ func TestParallelTasksOfOneTypeGetDistinctLanes(t *testing.T) {
 	_, err := parent.Invoke(t.Context(), agent.Input{Messages: []llm.Message{llm.User("go")}})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"main/task:r#c1", "main/task:r#c2"}, lm.lanes)
+}
+
+// TestTaskDescriptionsOfTheSameSubagentsAreShared: an eval run assembles
+// the same subagents in every cell, whose task tools share one rendered
+// description, while other subagents, or the same ones described
+// otherwise, get theirs.
+func TestTaskDescriptionsOfTheSameSubagentsAreShared(t *testing.T) {
+	runner := mustAgent(t, agent.Config{Model: fakes.NewScripted()})
+	desc := func(opts middleware.SubAgentOptions) string {
+		m, err := middleware.NewSubAgentMiddleware(opts)
+		require.NoError(t, err)
+		return m.Tools()[0].Spec().Description
+	}
+	gp := middleware.SubAgent{Name: "general-purpose", Description: "does anything", Runner: runner}
+	researcher := middleware.SubAgent{Name: "researcher", Description: "reads", Runner: runner}
+	first := desc(middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{gp, researcher}})
+	second := desc(middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{gp, researcher}})
+	assert.Contains(t, first, "- general-purpose: does anything\n- researcher: reads\n")
+	assert.Same(t, unsafe.StringData(first), unsafe.StringData(second), "the same subagents' description was rendered twice")
+
+	renamed := researcher
+	renamed.Description = "reads papers"
+	for _, tt := range []struct {
+		opts middleware.SubAgentOptions
+		want string
+	}{
+		{middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{gp, renamed}}, "- general-purpose: does anything\n- researcher: reads papers\n"},
+		{middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{gp}}, "- general-purpose: does anything\n\nHow to use it"},
+		{middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{researcher}}, "- researcher: reads\n\nHow to use it"},
+		{middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{gp, researcher}, TaskDescription: "Run one of: {available_agents}"}, "Run one of: - general-purpose: does anything\n- researcher: reads"},
+		{middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{gp, researcher}}, "- general-purpose: does anything\n- researcher: reads\n"},
+	} {
+		assert.Contains(t, desc(tt.opts), tt.want)
+	}
+	assert.NotContains(t, desc(middleware.SubAgentOptions{SubAgents: []middleware.SubAgent{researcher}}), "Prefer general-purpose")
 }
