@@ -164,23 +164,63 @@ func checkSegment(field, value string) error {
 	return nil
 }
 
-var (
-	envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
-	envRef  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`) })
-)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
-// expand replaces ${NAME} references and reports the unset ones.
+// expand replaces ${NAME} references (NAME as envName has it) and reports
+// the unset ones. It scans rather than matching a regular expression:
+// every model an eval cell resolves expands its entry's base URL.
 func expand(s string, getenv func(string) string) (string, []string) {
 	var missing []string
-	out := envRef().ReplaceAllStringFunc(s, func(ref string) string {
-		name := envRef().FindStringSubmatch(ref)[1]
+	var b strings.Builder
+	last := 0
+	for i := strings.Index(s, "${"); i >= 0; {
+		name, end, ok := envRefAt(s, i)
+		if !ok {
+			next := strings.Index(s[i+1:], "${")
+			if next < 0 {
+				break
+			}
+			i += 1 + next
+			continue
+		}
 		v := getenv(name)
 		if v == "" {
 			missing = append(missing, name)
 		}
-		return v
-	})
-	return out, missing
+		b.WriteString(s[last:i])
+		b.WriteString(v)
+		last = end
+		next := strings.Index(s[end:], "${")
+		if next < 0 {
+			break
+		}
+		i = end + next
+	}
+	if last == 0 {
+		return s, nil
+	}
+	b.WriteString(s[last:])
+	return b.String(), missing
+}
+
+// envRefAt reports whether a reference ${NAME} starts at s[i], with its
+// name and where it ends.
+func envRefAt(s string, i int) (name string, end int, ok bool) {
+	if !strings.HasPrefix(s[i:], "${") {
+		return "", 0, false
+	}
+	j := i + 2
+	for j < len(s) && isEnvNameByte(s[j], j == i+2) {
+		j++
+	}
+	if j == i+2 || j == len(s) || s[j] != '}' {
+		return "", 0, false
+	}
+	return s[i+2 : j], j + 1, true
+}
+
+func isEnvNameByte(c byte, first bool) bool {
+	return c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || !first && '0' <= c && c <= '9'
 }
 
 // ReplayHost stands in for a base URL's host when a replay finds the
@@ -200,10 +240,9 @@ func (e Entry) config(name, model string, base Config) Config {
 		c.UseResponsesAPI = &v
 	}
 	getenv := c.getenv
-	if lead := envRef().FindStringSubmatchIndex(e.BaseURL); c.Replay && lead != nil && lead[0] == 0 {
+	if leading, _, ok := envRefAt(e.BaseURL, 0); c.Replay && ok {
 		// Only a leading reference names the scheme and host; a variable
 		// later in the URL may be part of the path, which replay matches.
-		leading := e.BaseURL[lead[2]:lead[3]]
 		getenv = func(n string) string {
 			if v := c.getenv(n); v != "" || n != leading {
 				return v
