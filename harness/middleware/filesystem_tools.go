@@ -89,7 +89,10 @@ func (m *Filesystem) impl(name string) func(context.Context, json.RawMessage) (t
 
 func (m *Filesystem) buildTools() []tool.Tool {
 	out := make([]tool.Tool, 0, len(FilesystemToolNames))
-	for _, name := range FilesystemToolNames {
+	// The tools in one allocation: an eval run builds a filesystem's
+	// tools for each agent of each cell.
+	funcs := make([]tool.Func, len(FilesystemToolNames))
+	for i, name := range FilesystemToolNames {
 		if m.opts.Tools != nil && !containsString(m.opts.Tools, name) {
 			continue
 		}
@@ -97,7 +100,8 @@ func (m *Filesystem) buildTools() []tool.Tool {
 		if d := m.opts.ToolDescriptions[name]; d != "" {
 			desc = d
 		}
-		f := &tool.Func{
+		f := &funcs[i]
+		*f = tool.Func{
 			ToolSpec: llm.ToolSpec{Name: name, Description: desc, Parameters: toolParams[name]},
 			Fn:       m.impl(name),
 		}
