@@ -107,10 +107,13 @@ func sumOf(data []byte) cellFileSum {
 }
 
 // appendJournalLine appends the journal line of a cell to dst: its result
-// line (compact JSON ending in "}\n") with the cell file's sum as the last
-// member.
+// line (compact JSON ending in "}\n", or in "}" without the newline) with
+// the cell file's sum as the last member.
 func appendJournalLine(dst, result []byte, sum cellFileSum) []byte {
-	body := bytes.TrimSuffix(result, []byte("}\n"))
+	body, ok := bytes.CutSuffix(result, []byte("}\n"))
+	if !ok {
+		body = bytes.TrimSuffix(result, []byte("}"))
+	}
 	dst = append(dst, body...)
 	if len(body) > 1 {
 		dst = append(dst, cellFileKey...)

@@ -50,8 +50,10 @@ func TestSharedAgentMember(t *testing.T) {
 	require.True(t, sg.holds(d.Agent))
 	without := *d
 	without.Agent = nil
-	var got []byte
-	require.NoError(t, withJSON(&without, true, sg.member, func(b []byte) error { got = append([]byte(nil), b...); return nil }))
+	e := getCellEncoder()
+	defer e.release()
+	got, _, err := e.encode(&without, sg.member)
+	require.NoError(t, err)
 	assert.Equal(t, string(want), string(got))
 
 	cp.Tools = []AgentTool{{Name: "ls", Description: "changed"}}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/dageval/dageval/internal/fileutil"
@@ -96,23 +97,20 @@ func encodeJSON(v any, indent bool) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// cellEncoder encodes each cell's result line and detail file into a
-// buffer it keeps, with encoders that keep theirs (json.Encoder indents
-// into a buffer of its own): a run encodes two documents per cell, and
-// fresh buffers for them were a tenth of what a live run allocated.
+// cellEncoder encodes each cell's detail file and result line into
+// buffers it keeps: a run encodes a file and a line per cell, and fresh
+// buffers for them were a tenth of what a live run allocated.
 type cellEncoder struct {
-	buf             bytes.Buffer
-	compact, indent *json.Encoder
-	line            []byte
+	compact bytes.Buffer // the detail, compact, as enc writes it
+	enc     *json.Encoder
+	file    []byte // the detail file: compact indented
+	line    []byte
 }
 
 var cellEncoders = sync.Pool{New: func() any {
 	e := &cellEncoder{}
-	e.compact = json.NewEncoder(&e.buf)
-	e.compact.SetEscapeHTML(false)
-	e.indent = json.NewEncoder(&e.buf)
-	e.indent.SetEscapeHTML(false)
-	e.indent.SetIndent("", "  ")
+	e.enc = json.NewEncoder(&e.compact)
+	e.enc.SetEscapeHTML(false)
 	return e
 }}
 
@@ -120,37 +118,178 @@ var cellEncoders = sync.Pool{New: func() any {
 // huge transcript does not stay in memory for the rest of the run.
 const maxPooledEncoding = 1 << 20
 
-// withJSON encodes v as encodeJSON does and hands the bytes to use, which
-// must not keep them. A last member, when given, is put in place of the
-// object's closing "}\n" (see sharedGiven.member).
-func withJSON(v any, indent bool, last []byte, use func([]byte) error) error {
-	e := cellEncoders.Get().(*cellEncoder)
-	defer func() {
-		if e.buf.Cap() <= maxPooledEncoding && cap(e.line) <= maxPooledEncoding {
-			cellEncoders.Put(e)
-		}
-	}()
-	e.buf.Reset()
-	enc := e.compact
-	if indent {
-		enc = e.indent
+func getCellEncoder() *cellEncoder { return cellEncoders.Get().(*cellEncoder) }
+
+func (e *cellEncoder) release() {
+	if e.compact.Cap() <= maxPooledEncoding && cap(e.file) <= maxPooledEncoding && cap(e.line) <= maxPooledEncoding {
+		cellEncoders.Put(e)
 	}
-	if err := enc.Encode(v); err != nil {
-		return err
+}
+
+// encode encodes d's file as encodeJSON(d, true) does, with last, when
+// given, in place of the object's closing "}\n" (see sharedGiven.member),
+// and d's result line (without its newline) as encodeJSON(&d.Result,
+// false) does, from one reflective encoding: an encoder that indents
+// encodes compact and indents that, and the compact detail holds the
+// result line as its "result" member. Both are e's until its next use.
+func (e *cellEncoder) encode(d *CellDetail, last []byte) (file, result []byte, err error) {
+	e.compact.Reset()
+	if err := e.enc.Encode(d); err != nil {
+		return nil, nil, err
 	}
+	e.file = appendIndented(e.file[:0], e.compact.Bytes())
 	if last != nil {
-		e.buf.Truncate(e.buf.Len() - len("\n}\n"))
-		e.buf.Write(last)
+		e.file = append(e.file[:len(e.file)-len("\n}\n")], last...)
 	}
-	return use(e.buf.Bytes())
+	result = resultMember(e.compact.Bytes())
+	if result == nil {
+		// Not where a CellDetail puts it: encoded on its own, as before.
+		e.compact.Reset()
+		if err := e.enc.Encode(&d.Result); err != nil {
+			return nil, nil, err
+		}
+		result = bytes.TrimSuffix(e.compact.Bytes(), []byte("\n"))
+	}
+	return e.file, result, nil
+}
+
+// resultMember is the value of the "result" member of a compact encoded
+// CellDetail, which encoding/json writes second, after the schema
+// version; nil when detail does not begin so.
+func resultMember(detail []byte) []byte {
+	b, ok := bytes.CutPrefix(detail, []byte(`{"schema_version":`))
+	if !ok {
+		return nil
+	}
+	n := 0
+	for n < len(b) && (b[n] >= '0' && b[n] <= '9' || b[n] == '-') {
+		n++
+	}
+	if b, ok = bytes.CutPrefix(b[n:], []byte(`,"result":`)); !ok {
+		return nil
+	}
+	if end := objectEnd(b); end > 0 {
+		return b[:end]
+	}
+	return nil
+}
+
+// objectEnd is the length of the JSON object b begins with, which must be
+// valid JSON as encoding/json writes it; 0 when b does not begin with an
+// object or it is not closed.
+func objectEnd(b []byte) int {
+	if len(b) == 0 || b[0] != '{' {
+		return 0
+	}
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case '"':
+			end := stringEnd(b, i)
+			if end < 0 {
+				return 0
+			}
+			i = end - 1
+		}
+	}
+	return 0
+}
+
+// stringEnd is the index after the JSON string that begins at b[i], a
+// quote; -1 when it is not closed. Only quotes matter within a string:
+// one ends it unless an odd number of backslashes escapes it.
+func stringEnd(b []byte, i int) int {
+	for {
+		q := bytes.IndexByte(b[i+1:], '"')
+		if q < 0 {
+			return -1
+		}
+		i += 1 + q
+		k := i
+		for b[k-1] == '\\' {
+			k--
+		}
+		if (i-k)%2 == 0 {
+			return i + 1
+		}
+	}
+}
+
+// indentStep is a newline and the indentation of the deepest members
+// appendIndented writes without growing it.
+var indentStep = "\n" + strings.Repeat("  ", 32)
+
+// appendNewline appends a newline and the indentation of depth.
+func appendNewline(dst []byte, depth int) []byte {
+	n := 1 + 2*depth
+	if n <= len(indentStep) {
+		return append(dst, indentStep[:n]...)
+	}
+	dst = append(dst, indentStep...)
+	for n -= len(indentStep); n > 0; n -= 2 {
+		dst = append(dst, "  "...)
+	}
+	return dst
+}
+
+// appendIndented appends src, JSON as encoding/json's Encoder writes it
+// compact (no space outside strings but a last newline), indented as
+// json.Indent(dst, src, "", "  ") does: the Encoder indents so, with a
+// scanner that steps through every byte, which was a sixth of encoding a
+// cell's file. Strings are copied whole, and an empty object or array
+// stays {} or [].
+func appendIndented(dst, src []byte) []byte {
+	depth := 0
+	opened := false // the last byte opened an object or array
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if opened && c != '}' && c != ']' {
+			opened = false
+			depth++
+			dst = appendNewline(dst, depth)
+		}
+		switch c {
+		case '"':
+			end := stringEnd(src, i)
+			if end < 0 {
+				return append(dst, src[i:]...)
+			}
+			dst = append(dst, src[i:end]...)
+			i = end - 1
+		case '{', '[':
+			opened = true
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, ',')
+			dst = appendNewline(dst, depth)
+		case ':':
+			dst = append(dst, ':', ' ')
+		case '}', ']':
+			if opened {
+				opened = false
+			} else {
+				depth--
+				dst = appendNewline(dst, depth)
+			}
+			dst = append(dst, c)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // cell writes a finished cell's detail file, then appends its result
-// line to the journal with the file's sum: a cell whose line is there has
-// had its file written, and resuming tells whether it is still there
-// whole. Workers call it concurrently, each for its own cell.
-func (o *outDir) cell(i int, d *CellDetail, res *CellResult) error {
-	var sum cellFileSum
+// line (d.Result) to the journal with the file's sum: a cell whose line
+// is there has had its file written, and resuming tells whether it is
+// still there whole. Workers call it concurrently, each for its own cell.
+func (o *outDir) cell(i int, d *CellDetail) error {
 	write := d
 	var member []byte
 	if d.shared.holds(d.Agent) {
@@ -160,32 +299,25 @@ func (o *outDir) cell(i int, d *CellDetail, res *CellResult) error {
 		cp.Agent, member = nil, d.shared.member
 		write = &cp
 	}
-	path := filepath.Join(o.dir, CellsDir, d.Result.ID+".json")
-	err := withJSON(write, true, member, func(data []byte) error {
-		sum = sumOf(data)
-		// In place, over the previous run's file of the cell if there is
-		// one, which on some file systems costs a fraction of creating a
-		// new one; a file left half-written is told by its sum.
-		return os.WriteFile(path, data, 0o644)
-	})
+	e := getCellEncoder()
+	defer e.release()
+	file, result, err := e.encode(write, member)
 	if err != nil {
+		return err
+	}
+	sum := sumOf(file)
+	path := filepath.Join(o.dir, CellsDir, d.Result.ID+".json")
+	// In place, over the previous run's file of the cell if there is
+	// one, which on some file systems costs a fraction of creating a new
+	// one; a file left half-written is told by its sum.
+	if err := os.WriteFile(path, file, 0o644); err != nil {
 		return err
 	}
 	if o.durable {
 		o.queued[i] = true
 		o.bg.Add(path)
 	}
-	e := cellEncoders.Get().(*cellEncoder)
-	defer func() {
-		if e.buf.Cap() <= maxPooledEncoding && cap(e.line) <= maxPooledEncoding {
-			cellEncoders.Put(e)
-		}
-	}()
-	e.buf.Reset()
-	if err := e.compact.Encode(res); err != nil {
-		return err
-	}
-	e.line = appendJournalLine(e.line[:0], e.buf.Bytes(), sum)
+	e.line = appendJournalLine(e.line[:0], result, sum)
 	return o.j.add(i, e.line)
 }
 

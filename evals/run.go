@@ -313,10 +313,13 @@ func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 		}
 		ss.scrub.Value(d)
 		d.Agent = a
+		// The file's result is the line's (scrubbed alike, it was already
+		// equal): the line is taken from the file's encoding.
+		d.Result = res
 	}
 	var err error
 	if ss.out != nil && !failed {
-		err = ss.out.cell(i, d, &res)
+		err = ss.out.cell(i, d)
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
