@@ -3,9 +3,7 @@ package fakes
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
@@ -40,33 +38,47 @@ func (g GraderRequest) Called(tool string) bool {
 	return false
 }
 
-var (
-	graderRubric     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<rubric-[0-9a-f]+>\n(.*?)\n</rubric-`) })
-	graderTranscript = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)<transcript-[0-9a-f]+>\n(.*?)\n</transcript-`) })
-	criterionLine    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^- ([^:(\n]+?)(?: \(weight [^)]*\))?: `) })
-)
-
 // ParseGraderRequest recognises a grading request (one that asks for a
 // GraderResponse, as a tool or as the response format) and takes its
 // payload apart; false means req is not one.
 func ParseGraderRequest(req *llm.Request) (GraderRequest, bool) {
-	if !asksForVerdict(req) {
+	payload, ok := graderPayload(req)
+	if !ok {
 		return GraderRequest{}, false
+	}
+	return parseGraderPayload(payload)
+}
+
+// graderPayload returns the text of req's last user message that holds a
+// transcript tag, and false when req does not ask for a verdict.
+func graderPayload(req *llm.Request) (string, bool) {
+	if !asksForVerdict(req) {
+		return "", false
 	}
 	var payload string
 	for _, m := range req.Messages {
-		if m.Role == llm.RoleUser && strings.Contains(m.Text(), "<transcript-") {
-			payload = m.Text()
+		if m.Role != llm.RoleUser {
+			continue
+		}
+		if t := m.Text(); strings.Contains(t, "<transcript-") {
+			payload = t
 		}
 	}
-	rb, tb := graderRubric().FindStringSubmatch(payload), graderTranscript().FindStringSubmatch(payload)
-	if rb == nil || tb == nil {
+	return payload, true
+}
+
+// parseGraderPayload is ParseGraderRequest on a request that asks for a
+// verdict, whose grading message is payload.
+func parseGraderPayload(payload string) (GraderRequest, bool) {
+	rubric, ok := taggedSection(payload, "<rubric-", "\n</rubric-")
+	if !ok {
 		return GraderRequest{}, false
 	}
-	g := GraderRequest{Rubric: rb[1], Transcript: tb[1]}
-	for _, m := range criterionLine().FindAllStringSubmatch(g.Rubric, -1) {
-		g.Criteria = append(g.Criteria, strings.TrimSpace(m[1]))
+	transcript, ok := taggedSection(payload, "<transcript-", "\n</transcript-")
+	if !ok {
+		return GraderRequest{}, false
 	}
+	g := GraderRequest{Rubric: rubric, Transcript: transcript, Criteria: criterionNames(rubric)}
 	entries, err := middleware.ParseTranscript(g.Transcript)
 	if err != nil {
 		return GraderRequest{}, false
@@ -81,6 +93,89 @@ func ParseGraderRequest(req *llm.Request) (GraderRequest, bool) {
 		}
 	}
 	return g, true
+}
+
+// taggedSection returns the text of the first section of s that opens
+// with open, one or more lowercase hex digits (the nonce), ">" and a
+// newline, and ends before the first closing after it. It is the first
+// match of the pattern (?s)<name-[0-9a-f]+>\n(.*?)\n</name-, found by
+// scanning: the regexp's backtracking was most of the time a local
+// server serving a RuleModel with a Grader spent in grading requests.
+func taggedSection(s, open, closing string) (string, bool) {
+	for i := 0; ; {
+		k := strings.Index(s[i:], open)
+		if k < 0 {
+			return "", false
+		}
+		i += k + len(open)
+		h := i
+		for h < len(s) && isLowerHex(s[h]) {
+			h++
+		}
+		if h == i || !strings.HasPrefix(s[h:], ">\n") {
+			continue
+		}
+		body := s[h+2:]
+		end := strings.Index(body, closing)
+		if end < 0 {
+			return "", false // a later opening has no closing after it either
+		}
+		return body[:end], true
+	}
+}
+
+func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// criterionNames returns the names of the rubric's "- name: description"
+// and "- name (weight w): description" lines, trimmed, in order: the
+// matches of (?m)^- ([^:(\n]+?)(?: \(weight [^)]*\))?: found one after
+// the other, where a match may run past its line (the weight's text may
+// hold newlines) and the next one starts on a later line.
+func criterionNames(rubric string) []string {
+	var names []string
+	for p := 0; p < len(rubric); {
+		name, end, ok := criterionAt(rubric[p:])
+		if ok {
+			names = append(names, strings.TrimSpace(name))
+			p += end // a match ends with ": ", never at a line's start
+		}
+		nl := strings.IndexByte(rubric[p:], '\n')
+		if nl < 0 {
+			break
+		}
+		p += nl + 1
+	}
+	return names
+}
+
+// criterionAt matches a criterion line at the start of line: its name
+// (untrimmed) and the length of the match. The name holds no ':', '(' or
+// newline, so it ends at the first of them: right before a ": " after it,
+// or before a " (weight …): " whose '(' it is.
+func criterionAt(line string) (name string, end int, ok bool) {
+	rest, ok := strings.CutPrefix(line, "- ")
+	if !ok {
+		return "", 0, false
+	}
+	q := strings.IndexAny(rest, ":(\n")
+	if q < 0 {
+		return "", 0, false
+	}
+	switch rest[q] {
+	case ':':
+		if q >= 1 && strings.HasPrefix(rest[q:], ": ") {
+			return rest[:q], 2 + q + 2, true
+		}
+	case '(':
+		const weight = " (weight "
+		if q >= 2 && strings.HasPrefix(rest[q-1:], weight) {
+			after := rest[q-1+len(weight):]
+			if r := strings.IndexByte(after, ')'); r >= 0 && strings.HasPrefix(after[r+1:], ": ") {
+				return rest[:q-1], len(line) - len(after) + r + 3, true
+			}
+		}
+	}
+	return "", 0, false
 }
 
 func asksForVerdict(req *llm.Request) bool {
