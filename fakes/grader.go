@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
@@ -223,11 +224,34 @@ func Grader(verdicts ...middleware.CriterionVerdict) Rule {
 // in the form the request asks for: a GraderResponse tool call, or the JSON
 // text of a response-format answer.
 func GraderFunc(judge func(GraderRequest) middleware.GraderResponse) Rule {
+	// When has parsed the request Reply answers (RuleModel calls them one
+	// after the other), and parsing is most of the rule's work, so When
+	// hands its parse to Reply: Reply takes it when its own request's
+	// payload is the same text, which parses the same, and takes it once,
+	// so no two judges share one request's slices.
+	var handoff atomic.Pointer[parsedGrading]
 	return Rule{
 		Name: "grader",
-		When: IsGraderRequest,
+		When: func(req *llm.Request) bool {
+			payload, ok := graderPayload(req)
+			if !ok {
+				return false
+			}
+			g, ok := parseGraderPayload(payload)
+			if ok {
+				handoff.Store(&parsedGrading{payload: payload, g: g})
+			}
+			return ok
+		},
 		Reply: func(req *llm.Request) (*llm.Response, error) {
-			g, _ := ParseGraderRequest(req)
+			var g GraderRequest
+			if payload, ok := graderPayload(req); ok {
+				if p := handoff.Load(); p != nil && p.payload == payload && handoff.CompareAndSwap(p, nil) {
+					g = p.g
+				} else {
+					g, _ = parseGraderPayload(payload)
+				}
+			}
 			v := judge(g)
 			if v.Criteria == nil {
 				v.Criteria = []middleware.CriterionVerdict{}
@@ -242,6 +266,12 @@ func GraderFunc(judge func(GraderRequest) middleware.GraderResponse) Rule {
 			return &llm.Response{Message: llm.Assistant("", CallID("", middleware.GraderResponseName, json.RawMessage(raw)))}, nil
 		},
 	}
+}
+
+// parsedGrading is a grading request's payload and what it parses to.
+type parsedGrading struct {
+	payload string
+	g       GraderRequest
 }
 
 // VerdictFor builds the verdict on criteria (in their order) from the given

@@ -232,3 +232,63 @@ func BenchmarkParseGraderRequest(b *testing.B) {
 		}
 	}
 }
+
+// TestGraderFuncRepliesToTheRequestItIsGiven: Reply uses the parse When
+// made only for the same grading text, and only once.
+func TestGraderFuncRepliesToTheRequestItIsGiven(t *testing.T) {
+	var seen []fakes.GraderRequest
+	rule := fakes.GraderFunc(func(g fakes.GraderRequest) middleware.GraderResponse {
+		seen = append(seen, g)
+		return fakes.VerdictFor(g.Criteria)
+	})
+	payloads := graderPayloads(t)
+	first, last := payloads[0], payloads[len(payloads)-1]
+	require.NotEqual(t, first, last)
+	req := gradingRequestFor(first)
+	require.True(t, rule.When(req))
+	req.Messages[0] = llm.User(last) // changed after When
+	_, err := rule.Reply(req)
+	require.NoError(t, err)
+	want, _ := fakes.ParseGraderRequest(req)
+	require.Equal(t, want, seen[0])
+
+	require.True(t, rule.When(req))
+	for range 2 {
+		_, err := rule.Reply(req)
+		require.NoError(t, err)
+	}
+	require.Equal(t, seen[1], seen[2])
+	require.NotSame(t, &seen[1].Entries[0], &seen[2].Entries[0], "two judges share a parse")
+}
+
+// TestGraderFuncParsesARequestOnce: Reply takes When's parse instead of
+// parsing the request again (parsing is most of what the rule allocates).
+func TestGraderFuncParsesARequestOnce(t *testing.T) {
+	rule := fakes.GraderFunc(func(g fakes.GraderRequest) middleware.GraderResponse { return fakes.VerdictFor(g.Criteria) })
+	payloads := graderPayloads(t)
+	req := gradingRequestFor(payloads[len(payloads)-1])
+	parse := testing.AllocsPerRun(20, func() { fakes.ParseGraderRequest(req) })
+	answer := testing.AllocsPerRun(20, func() {
+		rule.When(req)
+		_, _ = rule.Reply(req)
+	})
+	require.Less(t, answer, 2*parse, "allocations answering a grading request: %v; parsing it: %v", answer, parse)
+}
+
+// BenchmarkGraderAnswer is a RuleModel's work for a Grader rule on a
+// grading request: When, then Reply.
+func BenchmarkGraderAnswer(b *testing.B) {
+	reqs := realGradingRequests(b)
+	rule := fakes.Grader()
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range reqs {
+			if !rule.When(&reqs[i]) {
+				b.Fatal("not recognised")
+			}
+			if _, err := rule.Reply(&reqs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
