@@ -193,3 +193,42 @@ func TestSeenBodiesResumeAlike(t *testing.T) {
 		require.Equal(t, want, got, "body %d", i)
 	}
 }
+
+// TestSeenBodiesFinishAlikeEnds: bodies that end alike (another
+// conversation, the same tools) are finished from the terms kept for
+// their end, and get the hash they would from scratch.
+func TestSeenBodiesFinishAlikeEnds(t *testing.T) {
+	var tails []string
+	for i := range 3 {
+		tails = append(tails, fmt.Sprintf(`],"model":"m%d","tools":[%s]}`, i, strings.Repeat(fmt.Sprintf(`{"name":"tool%d","description":"does things"},`, i), 60+i*7)+`{}`))
+	}
+	check := func(body []byte, what string, i int) {
+		t.Helper()
+		h := fnv.New64a()
+		h.Write([]byte("api\x00"))
+		h.Write(body)
+		require.Equal(t, h.Sum64(), seenBodies.hash("api", body), "%s %d", what, i)
+	}
+	for i := range 1500 {
+		body := fmt.Sprintf(`{"messages":[{"role":"user","content":"question %d%s"}`, i, strings.Repeat("?", i%37)) + tails[i%len(tails)]
+		check([]byte(body), "body", i)
+		if i%50 == 0 {
+			// Sent again, or changed where it is alike at both ends.
+			check([]byte(body), "resent body", i)
+			mid := []byte(body)
+			mid[len(mid)/2+i%100] ^= 1
+			check(mid, "body changed in its middle", i)
+		}
+	}
+	seenSuffixes.mu.Lock()
+	defer seenSuffixes.mu.Unlock()
+	finished := 0
+	for s, sum := range seenSuffixes.m {
+		for _, k := range sum.known {
+			if k && strings.HasSuffix(s, "{}]}") {
+				finished++
+			}
+		}
+	}
+	assert.Greater(t, finished, 3*200, "terms kept for the tools' ends")
+}
