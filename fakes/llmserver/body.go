@@ -28,7 +28,11 @@ var validJSON memo[bool]
 // valid JSON (they equal, byte for byte, elements of an earlier valid
 // request), which are then not looked up again. The body's entry in
 // seenBodies, when it has one, says how an earlier body it starts like
-// was split, which spares scanning again the elements they share.
+// was split, which spares scanning again the elements they share, and
+// which earlier body it ends like: when that one was taken apart and
+// what surrounds the array is the same bytes in both, its skeleton and
+// value are this body's too, which spares scanning, copying and looking
+// up again the tools and settings that every call of a run repeats.
 func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known func([]json.RawMessage) int) (elems []json.RawMessage, array, skeleton []byte, ok bool) {
 	seen := seenBodies.find(body)
 	var hint *bodySplit
@@ -36,7 +40,12 @@ func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known 
 	if seen != nil && seen.hint != nil && seen.hint.key == key {
 		hint, alike = seen.hint, seen.alike
 	}
-	start, end, elems, ok := historyMember(body, key, known, hint, alike)
+	var endsLike *bodyDecoded
+	endAlike := 0
+	if seen != nil && seen.endsLike != nil && seen.endsLike.key == key {
+		endsLike, endAlike = seen.endsLike, seen.endAlike
+	}
+	start, end, elems, endShared, ok := historyMember(body, key, known, hint, alike, endsLike, endAlike)
 	if !ok {
 		return nil, nil, nil, false
 	}
@@ -48,12 +57,26 @@ func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known 
 		}
 		seen.split.Store(split)
 	}
+	if endShared && bytes.Equal(body[:start], endsLike.prefix) {
+		// The same bytes around the array as endsLike's: the same
+		// skeleton, decoded to the same value.
+		if kept, isT := endsLike.value.(T); isT {
+			*v = kept
+			if seen != nil {
+				seen.decoded.Store(&bodyDecoded{key: key, start: start, end: end, size: len(body), prefix: body[:start], skeleton: endsLike.skeleton, value: kept})
+			}
+			return elems, body[start:end], endsLike.skeleton, true
+		}
+	}
 	skeleton = make([]byte, 0, len(body)-(end-start)+2)
 	skeleton = append(skeleton, body[:start]...)
 	skeleton = append(skeleton, "[]"...)
 	skeleton = append(skeleton, body[end:]...)
 	if strictDecodeMemo(skeletons, skeleton, v, "request body") != nil {
 		return nil, nil, nil, false
+	}
+	if seen != nil {
+		seen.decoded.Store(&bodyDecoded{key: key, start: start, end: end, size: len(body), prefix: body[:start], skeleton: skeleton, value: *v})
 	}
 	return elems, body[start:end], skeleton, true
 }
@@ -69,45 +92,55 @@ func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known 
 // that b starts with alike for alike bytes: the elements of its array that
 // lie, with the separator after them, within those bytes are b's too, and
 // valid.
-func historyMember(b []byte, key string, known func([]json.RawMessage) int, hint *bodySplit, alike int) (start, end int, elems []json.RawMessage, ok bool) {
+//
+// endsLike, when not nil, is how decodeBody took apart a valid body that
+// b ends with alike for endAlike bytes: when those hold all that follows
+// b's array and as much follows endsLike's, what follows is the same and
+// valid, and is not scanned again (endShared).
+func historyMember(b []byte, key string, known func([]json.RawMessage) int, hint *bodySplit, alike int, endsLike *bodyDecoded, endAlike int) (start, end int, elems []json.RawMessage, endShared, ok bool) {
 	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return 0, 0, nil, false
+		return 0, 0, nil, false, false
 	}
 	found := false
 	for i++; ; {
 		i = jsonscan.SkipSpace(b, i)
 		if i < len(b) && b[i] == '}' {
-			return start, end, elems, found
+			return start, end, elems, false, found
 		}
 		if i >= len(b) || b[i] != '"' {
-			return 0, 0, nil, false
+			return 0, 0, nil, false, false
 		}
 		ke := jsonscan.StringEnd(b, i)
 		k := b[i+1 : ke-1]
 		if bytes.IndexByte(k, '\\') >= 0 {
-			return 0, 0, nil, false
+			return 0, 0, nil, false, false
 		}
 		i = jsonscan.SkipSpace(b, ke)
 		if i >= len(b) || b[i] != ':' {
-			return 0, 0, nil, false
+			return 0, 0, nil, false, false
 		}
 		vs := jsonscan.SkipSpace(b, i+1)
 		var ve int
 		if bytes.EqualFold(k, []byte(key)) {
 			if found || string(k) != key {
-				return 0, 0, nil, false
+				return 0, 0, nil, false, false
 			}
 			var valid bool
 			if hint != nil && hint.start != vs {
 				hint = nil
 			}
 			if ve, elems, valid = splitArray(b, vs, known, hint, alike); !valid {
-				return 0, 0, nil, false
+				return 0, 0, nil, false, false
 			}
 			found, start, end = true, vs, ve
+			if endsLike != nil && len(b)-ve <= endAlike && len(b)-ve == endsLike.size-endsLike.end {
+				// From here on b is endsLike from the end of its array,
+				// which the scan of endsLike went through to a valid end.
+				return start, end, elems, true, true
+			}
 		} else if ve = jsonscan.ValueEnd(b, vs); ve <= vs {
-			return 0, 0, nil, false
+			return 0, 0, nil, false, false
 		}
 		i = jsonscan.SkipSpace(b, ve)
 		switch {
@@ -115,7 +148,7 @@ func historyMember(b []byte, key string, known func([]json.RawMessage) int, hint
 			i++
 		case i < len(b) && b[i] == '}':
 		default:
-			return 0, 0, nil, false
+			return 0, 0, nil, false, false
 		}
 	}
 }

@@ -232,3 +232,59 @@ func TestSeenBodiesFinishAlikeEnds(t *testing.T) {
 	}
 	assert.Greater(t, finished, 3*200, "terms kept for the tools' ends")
 }
+
+// TestDecodeBodyTakesAlikeEndsFromTheBodyItEndsLike: a body that ends like
+// one decoded before, from its history array on, gets that body's
+// skeleton and value, and what strictDecode gives it; one that only
+// seems to, or is invalid, is decoded in full.
+func TestDecodeBodyTakesAlikeEndsFromTheBodyItEndsLike(t *testing.T) {
+	tools := `"tools":[` + strings.Repeat(`{"name":"t","description":"does things","input_schema":{"type":"object"}},`, 30) + `{"name":"u","input_schema":{"type":"object"}}]`
+	heads := []string{`{"model":"m","max_tokens":5,"messages":[`, `{"model":"n","max_tokens":5,"messages":[`, `{"messages":[`}
+	ends := []string{
+		`],` + tools + `}`,
+		`],"model":"m","max_tokens":5,` + tools + `}`,
+		`],"model":"m","max_tokens":6,` + tools + `}`,
+		`] , "model":"m","max_tokens":5,` + tools + ` } `,
+		`],"model":"m","max_tokens":5,` + tools + `,"bogus":1}`,
+		`],"model":"m","max_tokens":5,` + tools + `,"messages":[]}`,
+		`],"model":"m","max_tokens":5,` + tools + `} {}`,
+		`],"model":"m","max_tokens":5,` + tools,
+	}
+	type pair struct{ head, end string }
+	bodies := []pair{
+		// An end that is the end of the one before: not the same members.
+		{heads[2], ends[1]}, {heads[2], ends[0]},
+		// Ends as long as the one before, and not alike.
+		{heads[0], ends[1]}, {heads[0], ends[2]},
+	}
+	for i := range 200 {
+		combo := i / 4 // four bodies in a row end alike
+		bodies = append(bodies, pair{heads[combo%len(heads)], ends[combo/len(heads)%len(ends)]})
+	}
+	shared := 0
+	for i, p := range bodies {
+		head, end := p.head, p.end
+		msgs := fmt.Sprintf(`{"role":"user","content":"question %d"}`, i)
+		if i%4 == 1 {
+			msgs += `,{"role":"assistant","content":"a \"], \"model\""},{"role":"user","content":"more"}`
+		}
+		body := []byte(head + msgs + end)
+		seenBodies.hash("api", body)
+		var want antRequest
+		wantErr := strictDecode(body, &want, "request body")
+		var got antRequest
+		elems, _, skeleton, ok := decodeBody(&antSkeletons, body, &got, "messages", nil)
+		if !ok {
+			continue // left to strictDecode
+		}
+		require.Nil(t, wantErr, "body %d: %s", i, body)
+		if seen := seenBodies.find(body); seen != nil && seen.endsLike != nil && &seen.endsLike.skeleton[0] == &skeleton[0] {
+			shared++
+		}
+		got.Messages = elems
+		require.Equal(t, want, got, "body %d: %s", i, body)
+		wantSkeleton := head[:len(head)-1] + "[]" + end[1:]
+		require.Equal(t, wantSkeleton, string(skeleton), "body %d", i)
+	}
+	assert.Greater(t, shared, 50, "bodies that took their skeleton from the body they end like")
+}

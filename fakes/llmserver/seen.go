@@ -46,6 +46,24 @@ type seenBody struct {
 	// how many bytes they start with alike (for historyMember).
 	hint  *bodySplit
 	alike int
+	// endsLike is how decodeBody took apart the kept body this one ends
+	// like for endAlike bytes (at most as far back as it was hashed), and
+	// decoded how it took this one apart, once it did (for decodeBody).
+	endsLike *bodyDecoded
+	endAlike int
+	decoded  atomic.Pointer[bodyDecoded]
+}
+
+// bodyDecoded is how decodeBody took a valid body apart: the history
+// array's bounds under key, and the skeleton and the value decoded from
+// it (a T of decodeBody's).
+type bodyDecoded struct {
+	key        string
+	start, end int
+	size       int // the body's length
+	prefix     []byte
+	skeleton   []byte
+	value      any
 }
 
 // bodySplit is where a body's history array starts and where each of its
@@ -76,6 +94,9 @@ func alikeLen(a, b []byte) int {
 	for i+bodyChunk <= n && bytes.Equal(a[i:i+bodyChunk], b[i:i+bodyChunk]) {
 		i += bodyChunk
 	}
+	for i+compareBlock <= n && bytes.Equal(a[i:i+compareBlock], b[i:i+compareBlock]) {
+		i += compareBlock
+	}
 	for i < n && a[i] == b[i] {
 		i++
 	}
@@ -89,11 +110,19 @@ func endAlikeLen(a, b []byte, limit int) int {
 	for i+bodyChunk <= n && bytes.Equal(a[len(a)-i-bodyChunk:len(a)-i], b[len(b)-i-bodyChunk:len(b)-i]) {
 		i += bodyChunk
 	}
+	for i+compareBlock <= n && bytes.Equal(a[len(a)-i-compareBlock:len(a)-i], b[len(b)-i-compareBlock:len(b)-i]) {
+		i += compareBlock
+	}
 	for i < n && a[len(a)-1-i] == b[len(b)-1-i] {
 		i++
 	}
 	return i
 }
+
+// compareBlock is how much alikeLen and endAlikeLen compare at a time
+// within the bodyChunk where two bodies differ, before they compare
+// bytes.
+const compareBlock = 64
 
 // hash returns the FNV-1a hash of api, a zero byte and body (what idsFor
 // seeds ids with) and keeps body as the latest one seen. body must not be
@@ -134,7 +163,11 @@ func (c *bodyCache) hash(api string, body []byte) uint64 {
 	tail := 0
 	for _, p := range kept {
 		if p.api == api {
-			tail = max(tail, endAlikeLen(p.body, body, rest)/suffixStep*suffixStep)
+			n := endAlikeLen(p.body, body, rest)
+			if d := p.decoded.Load(); d != nil && n > sb.endAlike {
+				sb.endsLike, sb.endAlike = d, n
+			}
+			tail = max(tail, n/suffixStep*suffixStep)
 			if tail == rest/suffixStep*suffixStep {
 				break // no longer one is to be had
 			}
