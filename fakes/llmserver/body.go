@@ -63,7 +63,7 @@ func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known 
 		if kept, isT := endsLike.value.(T); isT {
 			*v = kept
 			if seen != nil {
-				seen.decoded.Store(&bodyDecoded{key: key, start: start, end: end, size: len(body), prefix: body[:start], skeleton: endsLike.skeleton, value: kept})
+				seen.decoded.Store(&bodyDecoded{key: key, end: end, size: len(body), prefix: body[:start], skeleton: endsLike.skeleton, value: kept})
 			}
 			return elems, body[start:end], endsLike.skeleton, true
 		}
@@ -76,7 +76,7 @@ func decodeBody[T any](skeletons *memo[T], body []byte, v *T, key string, known 
 		return nil, nil, nil, false
 	}
 	if seen != nil {
-		seen.decoded.Store(&bodyDecoded{key: key, start: start, end: end, size: len(body), prefix: body[:start], skeleton: skeleton, value: *v})
+		seen.decoded.Store(&bodyDecoded{key: key, end: end, size: len(body), prefix: body[:start], skeleton: skeleton, value: *v})
 	}
 	return elems, body[start:end], skeleton, true
 }

@@ -54,16 +54,16 @@ type seenBody struct {
 	decoded  atomic.Pointer[bodyDecoded]
 }
 
-// bodyDecoded is how decodeBody took a valid body apart: the history
-// array's bounds under key, and the skeleton and the value decoded from
-// it (a T of decodeBody's).
+// bodyDecoded is how decodeBody took a valid body apart: where the
+// history array under key ends, what comes before it, and the skeleton
+// and the value decoded from it (a T of decodeBody's).
 type bodyDecoded struct {
-	key        string
-	start, end int
-	size       int // the body's length
-	prefix     []byte
-	skeleton   []byte
-	value      any
+	key      string
+	end      int
+	size     int // the body's length
+	prefix   []byte
+	skeleton []byte
+	value    any
 }
 
 // bodySplit is where a body's history array starts and where each of its
