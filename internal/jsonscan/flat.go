@@ -225,3 +225,8 @@ func Int(num []byte) (int, bool) {
 	}
 	return int(n), true
 }
+
+// ValidValueEnd returns the index just past the valid JSON value that
+// starts at b[i], or false when there is none there, as strictly as
+// json.Valid (a nested object or list costs a json.Valid pass over it).
+func ValidValueEnd(b []byte, i int) (int, bool) { return valueEnd(b, i) }

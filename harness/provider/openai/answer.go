@@ -85,28 +85,34 @@ type chatAnswer struct {
 // (a replay decodes each once); chatChunk made the same trade for stream
 // chunks.
 type chatText struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content          string          `json:"content"`
-			Refusal          string          `json:"refusal"`
-			ReasoningContent json.RawMessage `json:"reasoning_content"`
-			Reasoning        json.RawMessage `json:"reasoning"`
-			ExtraContent     json.RawMessage `json:"extra_content"`
-			ToolCalls        json.RawMessage `json:"tool_calls"`
-			calls            []chatTextCall
-		} `json:"message"`
-	} `json:"choices"`
-	Usage *struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		PromptTokensDetails struct {
-			CachedTokens     int64 `json:"cached_tokens"`
-			CacheWriteTokens int64 `json:"cache_write_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
+	ID      string           `json:"id"`
+	Model   string           `json:"model"`
+	Choices []chatTextChoice `json:"choices"`
+	Usage   *chatTextUsage   `json:"usage"`
+}
+
+type chatTextChoice struct {
+	FinishReason string          `json:"finish_reason"`
+	Message      chatTextMessage `json:"message"`
+}
+
+type chatTextMessage struct {
+	Content          string          `json:"content"`
+	Refusal          string          `json:"refusal"`
+	ReasoningContent json.RawMessage `json:"reasoning_content"`
+	Reasoning        json.RawMessage `json:"reasoning"`
+	ExtraContent     json.RawMessage `json:"extra_content"`
+	ToolCalls        json.RawMessage `json:"tool_calls"`
+	calls            []chatTextCall
+}
+
+type chatTextUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 // decodeChat decodes a Chat Completions answer from the members
@@ -125,6 +131,9 @@ func decodeChat(raw []byte) (*chatAnswer, error) {
 	trimmed, ok := appendTrimmed(make([]byte, 0, 512), raw, chatMembers, &whole)
 	if ok {
 		if !whole {
+			if t, ok := scanChatText(trimmed); ok {
+				return &chatAnswer{text: t}, nil
+			}
 			if t := decodeChatText(trimmed); t != nil {
 				return &chatAnswer{text: t}, nil
 			}

@@ -203,3 +203,16 @@ func BenchmarkDecodeChatAnswer(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeChatToolCall measures decoding a grader's verdict, which
+// comes back as a tool call, as the local server writes it.
+func BenchmarkDecodeChatToolCall(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-9f0c2a1b7d3e4f5a6b7c8d9e0f1a3","object":"chat.completion","created":1764633600,"model":"grader","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[{"id":"call_9f0c2a1b7d3e4f5a","type":"function","function":{"name":"final_result","arguments":"{\"result\":\"satisfied\",\"explanation\":\"The answer states the capital and cites the tool result.\",\"criteria\":[{\"name\":\"correct\",\"passed\":true},{\"name\":\"cites the source\",\"passed\":true}]}"}}],"annotations":[]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1830,"completion_tokens":48,"total_tokens":1878,"prompt_tokens_details":{"cached_tokens":0,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}},"service_tier":"default","system_fingerprint":"fp_dageval01"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := decodeChat(body)
+		if err != nil || a.text == nil || len(a.text.Choices[0].Message.calls) != 1 {
+			b.Fatal(err, a)
+		}
+	}
+}
