@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/dageval/dageval/harness/tool"
@@ -29,5 +30,17 @@ func TestBuiltinSchemasParse(t *testing.T) {
 		if _, err := tool.ParseSchema(raw); err != nil {
 			t.Errorf("schema of %s: %v", name, err)
 		}
+	}
+}
+
+// harness/tool's tests check its quick path against the general validator
+// on a copy of the grader's verdict schema: the copy must be the schema.
+func TestToolTestsCheckTheVerdictSchema(t *testing.T) {
+	copied, err := os.ReadFile("../tool/testdata/rubric_verdict_schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(copied) != graderResponseSchema {
+		t.Fatalf("harness/tool/testdata/rubric_verdict_schema.json is not graderResponseSchema; copy it again:\n%s", graderResponseSchema)
 	}
 }
