@@ -313,6 +313,9 @@ func appendTrimmed(out, raw []byte, keep []member, whole *bool) ([]byte, bool) {
 			return nil, false
 		}
 		keyEnd := jsonscan.StringEnd(raw, i)
+		if keyEnd-i < 2 {
+			return nil, false // an answer cut off after a quote
+		}
 		key := raw[i+1 : keyEnd-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
 			return nil, false

@@ -66,7 +66,7 @@ func TestTrimObject(t *testing.T) {
 		assert.True(t, ok, tc.in)
 		assert.Equal(t, tc.want, string(got), tc.in)
 	}
-	for _, in := range []string{`[]`, `"a"`, `null`, `{"\u0061":1}`} {
+	for _, in := range []string{`[]`, `"a"`, `null`, `{"\u0061":1}`, `{"`, `{"a":1,"`} {
 		_, ok := trimObject([]byte(in), keep)
 		assert.False(t, ok, in)
 	}
@@ -215,4 +215,17 @@ func BenchmarkDecodeChatToolCall(b *testing.B) {
 			b.Fatal(err, a)
 		}
 	}
+}
+
+// FuzzTrimObject: trimming reads answers as they come, valid JSON or not,
+// and must not panic on any (the SDK then reports what is wrong).
+func FuzzTrimObject(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"`, `{"a":[{"k":1}`, `{"o":{"k":"`, `{"l":[`} {
+		f.Add([]byte(s))
+	}
+	nested := []member{{name: []byte("a")}, {name: []byte("o"), keep: members("k")}, {name: []byte("l"), first: true, keep: members("k")}}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		trimObject(raw, nested)
+		trimObject(raw, chatMembers)
+	})
 }
