@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -25,19 +24,7 @@ import (
 func BenchmarkProviderServe(b *testing.B) {
 	rec := llmserver.NewServer(benchEvalModel())
 	dir := b.TempDir()
-	suite := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(suite, []byte(benchEvalSuite(benchCases)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	getenv := func(k string) string {
-		switch k {
-		case "TEST_KEY":
-			return "test-key"
-		case "DAGEVAL_TEST_URL":
-			return rec.URL
-		}
-		return ""
-	}
+	suite, getenv := writeBenchSuite(b, dir, rec.URL)
 	out := filepath.Join(dir, "out")
 	code := Main(append([]string{"run", suite, "--out", out}, benchArgs...), WithContext(context.Background()), WithStdio(strings.NewReader(""), io.Discard, io.Discard), WithGetenv(getenv))
 	rec.Close()

@@ -83,6 +83,25 @@ cases:
 	return b.String()
 }
 
+// writeBenchSuite writes benchEvalSuite(benchCases) into dir and returns
+// its path and the environment that points it at the server at url.
+func writeBenchSuite(b *testing.B, dir, url string) (string, func(string) string) {
+	b.Helper()
+	suite := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(suite, []byte(benchEvalSuite(benchCases)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return suite, func(k string) string {
+		switch k {
+		case "TEST_KEY":
+			return "test-key"
+		case "DAGEVAL_TEST_URL":
+			return url
+		}
+		return ""
+	}
+}
+
 // benchArgs is the command line the benchmark runs, less the suite and --out.
 var benchArgs = []string{"--concurrency", "4"}
 
@@ -130,19 +149,7 @@ func checkBenchRun(b *testing.B, out string) {
 func BenchmarkRunSuiteCLI(b *testing.B) {
 	url := benchkit.StartChild(b, "TestBenchEvalProvider", benchProviderEnv)
 	dir := b.TempDir()
-	suite := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(suite, []byte(benchEvalSuite(benchCases)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	getenv := func(k string) string {
-		switch k {
-		case "TEST_KEY":
-			return "test-key"
-		case "DAGEVAL_TEST_URL":
-			return url
-		}
-		return ""
-	}
+	suite, getenv := writeBenchSuite(b, dir, url)
 	args := func(out string) []string { return append([]string{"run", suite, "--out", out}, benchArgs...) }
 
 	b.Run("inproc", func(b *testing.B) {

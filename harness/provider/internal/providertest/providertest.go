@@ -332,3 +332,22 @@ func (c countedConn) Write(p []byte) (int, error) {
 func LongSystemPrompt(n int) string {
 	return strings.Repeat("Keep the plan in the todo list and the files in the workspace. ", n/64+1)
 }
+
+// OneWritePerRequest sends two requests as large as an agent's with the
+// default stack through the model that build makes for a server answering
+// ok, over a WriteCounter's client, and checks each went out in one write.
+func OneWritePerRequest(t *testing.T, ok string, build func(url string, client *http.Client) llm.ChatModel) {
+	t.Helper()
+	s := NewScript(t, Reply(200, nil, ok), Reply(200, nil, ok))
+	wc := NewWriteCounter(t)
+	m := build(s.URL, wc.Client)
+	req := &llm.Request{System: []llm.Block{llm.TextBlock(LongSystemPrompt(9000))}, Messages: []llm.Message{llm.User("hi")}}
+	for range 2 {
+		_, err := m.Generate(context.Background(), req)
+		require.NoError(t, err)
+	}
+	require.Equal(t, 2, s.Count())
+	if got := wc.Writes(); got != 2 {
+		t.Errorf("2 requests of %d bytes took %d writes, want one each", s.Requests()[0].ContentLength, got)
+	}
+}
