@@ -289,7 +289,12 @@ func appendIndented(dst, src []byte) []byte {
 // line (d.Result) to the journal with the file's sum: a cell whose line
 // is there has had its file written, and resuming tells whether it is
 // still there whole. Workers call it concurrently, each for its own cell.
-func (o *outDir) cell(i int, d *CellDetail) error {
+func (o *outDir) cell(i int, d *CellDetail) error { return o.cellDecoded(i, d, nil) }
+
+// cellDecoded is cell that also decodes the result line it writes into
+// decoded, when given: what reading results.jsonl back would give, got by
+// the worker instead of by the end of the run, one cell after another.
+func (o *outDir) cellDecoded(i int, d *CellDetail, decoded *CellResult) error {
 	write := d
 	var member []byte
 	if d.shared.holds(d.Agent) {
@@ -316,6 +321,11 @@ func (o *outDir) cell(i int, d *CellDetail) error {
 	if o.durable {
 		o.queued[i] = true
 		o.bg.Add(path)
+	}
+	if decoded != nil {
+		if err := json.Unmarshal(result, decoded); err != nil {
+			return err
+		}
 	}
 	e.line = appendJournalLine(e.line[:0], result, sum)
 	return o.j.add(i, e.line)

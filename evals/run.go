@@ -219,9 +219,13 @@ type session struct {
 	// run in which they were not selected rather than lost (go test -run).
 	onlyFinished bool
 
-	mu       sync.Mutex
-	done     []bool        // by cell index, without an output directory
-	results  []*CellResult // by cell index when kept; nil until the cell finished
+	mu      sync.Mutex
+	done    []bool        // by cell index, without an output directory
+	results []*CellResult // by cell index when kept; nil until the cell finished
+	// decoded holds, by cell index, with Options.KeepResults and an output
+	// directory, each result decoded from its line by the worker that
+	// wrote it, so that the end of the run need not decode every line.
+	decoded  []*CellResult
 	details  []*CellDetail
 	writeErr error
 }
@@ -253,6 +257,8 @@ func (s *Suite) start(ctx context.Context, o Options) (*session, error) {
 	ss := &session{runner: r, cells: cells, keep: !o.ResultsOnDisk || o.OutDir == "", done: make([]bool, len(cells))}
 	if ss.keep {
 		ss.results, ss.details = make([]*CellResult, len(cells)), make([]*CellDetail, len(cells))
+	} else if o.KeepResults && o.OutDir != "" {
+		ss.decoded = make([]*CellResult, len(cells))
 	}
 	if o.OutDir != "" {
 		durable := r.mode != recorder.ModeReplay
@@ -318,13 +324,20 @@ func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 		d.Result = res
 	}
 	var err error
+	var decoded *CellResult
 	if ss.out != nil && !failed {
-		err = ss.out.cell(i, d)
+		if ss.decoded != nil {
+			decoded = new(CellResult)
+		}
+		err = ss.out.cellDecoded(i, d, decoded)
 	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if err != nil && ss.writeErr == nil {
 		ss.writeErr = err
+	}
+	if err == nil && decoded != nil {
+		ss.decoded[i] = decoded
 	}
 	ss.done[i] = true
 	if ss.keep {
@@ -400,6 +413,9 @@ func (ss *session) conclude() (*RunResult, error) {
 		}
 	default:
 		mem := ss.results
+		if mem == nil {
+			mem = ss.decoded
+		}
 		if mem == nil {
 			mem = make([]*CellResult, len(ss.cells))
 		}
