@@ -195,13 +195,15 @@ func BenchmarkRunSuiteCLI(b *testing.B) {
 			stop := benchkit.PeakProcessMemory(cmd.Process.Pid, time.Millisecond)
 			err := cmd.Wait()
 			seen := stop()
-			anon, file = max(anon, seen.Anon), max(file, seen.File)
+			anon, file, rss = max(anon, seen.Anon), max(file, seen.File), max(rss, int64(seen.RSS))
 			if err != nil {
 				b.Fatalf("dageval run: %v\n%s", err, msg.Bytes())
 			}
 			st := cmd.ProcessState
 			cpu += st.UserTime() + st.SystemTime()
-			if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+			if ru, ok := st.SysUsage().(*syscall.Rusage); ok && seen.RSS == 0 {
+				// Without /proc; it counts what the child shared with
+				// this process before exec too (see ProcessMemory.RSS).
 				rss = max(rss, ru.Maxrss*1024) // KiB on Linux
 			}
 			b.StopTimer()

@@ -109,6 +109,11 @@ func sampleEvery(every time.Duration, sample func()) (stop func()) {
 // peak. Both are zero where /proc is not there to read.
 type ProcessMemory struct {
 	Anon, File uint64
+	// RSS is the process's own peak resident size (VmHWM), which, unlike
+	// the rusage of a child, does not count the parent's pages the child
+	// had between fork and exec: a big benchmark process made every child
+	// look as big as itself.
+	RSS uint64
 }
 
 // PeakProcessMemory samples /proc/PID/status every interval until stop is
@@ -124,6 +129,7 @@ func PeakProcessMemory(pid int, every time.Duration) (stop func() ProcessMemory)
 		if data, err := os.ReadFile(path); err == nil {
 			peak.Anon = max(peak.Anon, statusKiB(data, "RssAnon:")<<10)
 			peak.File = max(peak.File, statusKiB(data, "RssFile:")<<10)
+			peak.RSS = max(peak.RSS, statusKiB(data, "VmHWM:")<<10)
 		}
 	})
 	return func() ProcessMemory {
