@@ -291,9 +291,11 @@ func appendIndented(dst, src []byte) []byte {
 // still there whole. Workers call it concurrently, each for its own cell.
 func (o *outDir) cell(i int, d *CellDetail) error { return o.cellDecoded(i, d, nil) }
 
-// cellDecoded is cell that also decodes the result line it writes into
-// decoded, when given: what reading results.jsonl back would give, got by
-// the worker instead of by the end of the run, one cell after another.
+// cellDecoded is cell that also sets decoded, when given, to the result
+// line it writes as decoded: what reading results.jsonl back would give,
+// got by the worker instead of by the end of the run, one cell after
+// another, and copied from d.Result rather than decoded when decodedCopy
+// can.
 func (o *outDir) cellDecoded(i int, d *CellDetail, decoded *CellResult) error {
 	write := d
 	var member []byte
@@ -322,7 +324,8 @@ func (o *outDir) cellDecoded(i int, d *CellDetail, decoded *CellResult) error {
 		o.queued[i] = true
 		o.bg.Add(path)
 	}
-	if decoded != nil {
+	if decoded != nil && !decodedCopy(&d.Result, decoded) {
+		*decoded = CellResult{}
 		if err := json.Unmarshal(result, decoded); err != nil {
 			return err
 		}
