@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dageval/dageval/internal/scrub"
 	"github.com/dageval/dageval/rubrics"
 )
 
@@ -345,4 +346,15 @@ func BenchmarkKeepResult(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkScrubCell is what record pays to scrub a clean live cell: its
+// result and its detail, with a run's configured secrets.
+func BenchmarkScrubCell(b *testing.B) {
+	s := scrub.New("configured-secret-1", "another-secret-value")
+	d, res := liveCell(func() string { return "notes about <b>naïve</b> & \"quoted\" things" })
+	for b.Loop() {
+		s.Value(res)
+		s.Value(d)
+	}
 }

@@ -317,10 +317,12 @@ func (ss *session) record(i int, res CellResult, d *CellDetail) error {
 		if d.shared.holds(a) {
 			d.Agent = nil
 		}
+		// The file's result is the line's (scrubbed alike, it was already
+		// equal): the line is taken from the file's encoding. It is not
+		// scrubbed again: what it shares with res, res's scrubbing did.
+		d.Result = CellResult{}
 		ss.scrub.Value(d)
 		d.Agent = a
-		// The file's result is the line's (scrubbed alike, it was already
-		// equal): the line is taken from the file's encoding.
 		d.Result = res
 	}
 	var err error
