@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,6 +98,42 @@ func TestLongRunRequestsUnchanged(t *testing.T) {
 			checkGolden(t, filepath.Join("testdata", "longrun", tc.name+".golden"), got.Bytes())
 		})
 	}
+}
+
+// TestSummarizingRunRequestsUnchanged is TestLongRunRequestsUnchanged for
+// the summarizing run of BenchmarkDeepAgentLoop (a small declared window,
+// so the run is summarized every few dozen steps), with one more line per
+// history file: the golden pins what the model sees and what the
+// summarizations saved across changes to how the history file is written.
+func TestSummarizingRunRequestsUnchanged(t *testing.T) {
+	m := summarizingModel(longRunSteps)
+	var got bytes.Buffer
+	call := 0
+	m.record = func(req *llm.Request) {
+		raw, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		call++
+		digestLine(&got, fmt.Sprintf("call %d", call), raw)
+	}
+	res := runLongRun(t, newWindowAgent(t, m, windowCatalog(t, smallWindow)), longRunSteps)
+	histories := 0
+	for _, p := range slices.Sorted(maps.Keys(res.State.Files)) {
+		if strings.Contains(p, "/conversation_history/") {
+			histories++
+			digestLine(&got, "file "+p, []byte(res.State.Files[p].Content))
+		}
+	}
+	if histories == 0 {
+		t.Fatal("the run saved no conversation history")
+	}
+	raw, err := json.Marshal(res.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digestLine(&got, "state", raw)
+	checkGolden(t, filepath.Join("testdata", "longrun", "summarizing.golden"), got.Bytes())
 }
 
 // TestLongRunWireBodiesUnchanged runs the first golden run, shortened to

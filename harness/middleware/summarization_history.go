@@ -157,37 +157,19 @@ func (m *SummarizationMiddleware) historyPath(sid string) string {
 }
 
 // appendHistory appends msgs as a new section of the session's history file
-// and returns its path.
+// and returns its path. The file grows with the run, so the section is
+// appended (backend.AppendFile) rather than the file read and rewritten
+// whole by each summarization.
 func (m *SummarizationMiddleware) appendHistory(ctx context.Context, sid string, msgs []llm.Message) (string, error) {
 	file := m.historyPath(sid)
-	var old []byte
-	res := m.backend.Download(ctx, []string{file})
-	if len(res) != 1 {
-		return file, fmt.Errorf("download of %s returned %d results", file, len(res))
-	}
-	switch err := res[0].Err; {
-	case err == nil:
-		old = res[0].Content
-	case !errors.Is(err, backend.ErrFileNotFound):
-		return file, err
-	}
 	kept := make([]llm.Message, 0, len(msgs))
 	for i := range msgs {
 		if !isSummary(&msgs[i]) {
 			kept = append(kept, msgs[i])
 		}
 	}
-	// The file grows with the run: its old content is copied once, into
-	// the new content, rather than into a string first.
 	section := "## Summarized at " + backend.FormatTime(agent.Now(ctx)) + "\n\n" + renderMessages(kept) + "\n\n"
-	var b strings.Builder
-	b.Grow(len(old) + len(section))
-	b.Write(old)
-	b.WriteString(section)
-	if err := m.backend.Write(ctx, file, b.String()); err != nil {
-		return file, err
-	}
-	return file, nil
+	return file, backend.AppendFile(ctx, m.backend, file, section)
 }
 
 // renderMessages writes messages as tagged text, for the history file and

@@ -29,8 +29,8 @@ type Harness struct {
 
 // Run checks that a backend honours the Backend contract: reads and
 // windows, writes, edits, listings, deletes (when it is a Deleter), the
-// glob semantics matrix, grep, uploads and downloads, and refusal of
-// hostile paths. Backends must report virtual paths ("/dir/file").
+// glob semantics matrix, grep, uploads and downloads, appends (through
+// Append when it is an Appender), and refusal of hostile paths. Backends must report virtual paths ("/dir/file").
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	root := "/"
@@ -54,6 +54,7 @@ func Run(t *testing.T, h Harness) {
 		{"GlobErrors", s.globErrors},
 		{"Grep", s.grep},
 		{"UploadDownload", s.uploadDownload},
+		{"Append", s.appendFile},
 		{"HostilePaths", s.hostilePaths},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -620,4 +621,63 @@ func (s *suite) hostilePaths(t *testing.T, ctx context.Context, b backend.Backen
 		wantCode(t, "Upload "+name, b.Upload(ctx, []backend.UploadFile{{Path: p, Content: []byte("x")}})[0].Err, allowed...)
 		wantCode(t, "Download "+name, b.Download(ctx, []string{p})[0].Err, allowed...)
 	}
+}
+
+// appendFile checks backend.AppendFile, which uses Append when the backend
+// has one: the file ends up as Write of the old bytes followed by the new
+// ones would leave it, whatever was stored before.
+func (s *suite) appendFile(t *testing.T, ctx context.Context, b backend.Backend) {
+	download := func(p string) string {
+		t.Helper()
+		res := b.Download(ctx, []string{p})
+		if len(res) != 1 || res[0].Err != nil {
+			t.Fatalf("Download(%q) = %+v", p, res)
+		}
+		return string(res[0].Content)
+	}
+	h := s.p("hist/log.md")
+	want := ""
+	for i := range 40 {
+		section := fmt.Sprintf("## section %d\n\n%s\n", i, strings.Repeat("x", 37*i))
+		if err := backend.AppendFile(ctx, b, h, section); err != nil {
+			t.Fatalf("AppendFile #%d: %v", i, err)
+		}
+		want += section
+	}
+	if got := download(h); got != want {
+		t.Errorf("after 40 appends the file has %d bytes, want %d", len(got), len(want))
+	}
+	if r := s.read(t, ctx, b, h, 0, 2); r.File.Content != "## section 0\n\n" {
+		t.Errorf("read of the appended file = %q", r.File.Content)
+	}
+	// An overwrite starts the file over; appending goes on from there.
+	mustWrite(t, ctx, b, h, "fresh\n")
+	if err := backend.AppendFile(ctx, b, h, "more\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := download(h); got != "fresh\nmore\n" {
+		t.Errorf("append after overwrite = %q", got)
+	}
+	if err := backend.AppendFile(ctx, b, h, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := download(h); got != "fresh\nmore\n" {
+		t.Errorf("empty append = %q", got)
+	}
+	// Appending to a binary upload is writing its bytes and the new ones
+	// (which a backend may store as it stores any text that is not UTF-8).
+	bin, written := s.p("hist/raw.bin"), s.p("hist/written.bin")
+	if res := b.Upload(ctx, []backend.UploadFile{{Path: bin, Content: []byte{0xff, 0x00}}}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	if err := backend.AppendFile(ctx, b, bin, "tail"); err != nil {
+		t.Fatal(err)
+	}
+	mustWrite(t, ctx, b, written, "\xff\x00tail")
+	if got, want := download(bin), download(written); got != want {
+		t.Errorf("append to binary = %q, Write of the same bytes gives %q", got, want)
+	}
+	wantCode(t, "AppendFile to a directory", backend.AppendFile(ctx, b, s.p("hist"), "x"), backend.IsDirectory)
+	wantCode(t, "AppendFile below a file", backend.AppendFile(ctx, b, h+"/under", "x"), backend.NotADirectory, backend.FileNotFound)
+	wantCode(t, "AppendFile to a hostile path", backend.AppendFile(ctx, b, s.p("../escape"), "x"), backend.InvalidPath)
 }
