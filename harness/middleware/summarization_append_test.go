@@ -12,6 +12,7 @@ import (
 	"github.com/dageval/dageval/fakes"
 	"github.com/dageval/dageval/harness/agent"
 	"github.com/dageval/dageval/harness/backend"
+	"github.com/dageval/dageval/harness/llm"
 	"github.com/dageval/dageval/harness/middleware"
 )
 
@@ -79,4 +80,23 @@ func TestSummarizationHistoryIsAppended(t *testing.T) {
 	assert.Equal(t, appended, rewritten, "both paths leave the same history file")
 	assert.Greater(t, rewriter.downloaded, 0, "without Append the file is read back")
 	assert.Equal(t, rewriter.written, len(rewritten)+rewriter.downloaded, "and written back whole")
+}
+
+// A summary among the messages being summarized (one the conversation
+// arrived with) is left out of the history file, and the rest are saved as
+// when there is none.
+func TestSummarizationHistoryLeavesOutSummaries(t *testing.T) {
+	msgs := conversation("S", 8)
+	msgs[2].Metadata = map[string]string{llm.MetaSource: middleware.SummarySource}
+	model := fakes.NewScripted(fakes.Reply("summary"), fakes.Reply("ok"))
+	a := newAgent(t, model, "", nil, newSummarization(t, middleware.SummarizationOptions{
+		Trigger: []middleware.Threshold{{Messages: 5}},
+		Keep:    middleware.Threshold{Messages: 2},
+	}))
+	_, err := a.Invoke(t.Context(), agent.Input{Messages: msgs}, agent.WithThread("t"), clockOpt())
+	require.NoError(t, err)
+	st := fullState(t, a, "t")
+	history := st.Files[eventOf(t, st).FilePath].Content
+	assert.Equal(t, []string{"msg-1", "msg-2", "msg-4", "msg-5", "msg-6"}, messageIDs(history))
+	assert.True(t, strings.HasSuffix(history, "</message>\n\n"), "the section ends as the others do")
 }

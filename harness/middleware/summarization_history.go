@@ -48,11 +48,15 @@ func (m *SummarizationMiddleware) summarize(ctx, sctx context.Context, model llm
 	rewritten = append(rewritten, v.msgs[:from]...)
 	rewritten = append(rewritten, m.offloadMedia(sctx, fresh)...)
 
-	text, err := m.generate(ctx, model, rewritten, p)
+	// The summariser and the history file show mostly the same messages
+	// (the fresh ones), so they are rendered once for both.
+	omitted := m.omittedFromSummary(rewritten, p)
+	rendered := renderSuffixes(rewritten, min(omitted, from))
+	text, err := m.generate(ctx, model, rendered.from(omitted), omitted, p)
 	if err != nil {
 		return nil, err
 	}
-	file, err := m.appendHistory(sctx, sid, rewritten[from:])
+	file, err := m.appendHistory(sctx, sid, rewritten[from:], rendered.from(from))
 	if err != nil {
 		m.log.Warn("SummarizationMiddleware: offloading conversation history to backend failed; the summary replaces the older messages without a saved copy",
 			"path", file, "error", err)
@@ -99,8 +103,9 @@ func summaryMessage(summary, file string) llm.Message {
 
 func isSummary(msg *llm.Message) bool { return msg.Metadata[llm.MetaSource] == SummarySource }
 
-// generate asks the summariser for a summary of msgs.
-func (m *SummarizationMiddleware) generate(ctx context.Context, model llm.ChatModel, msgs []llm.Message, p policy) (string, error) {
+// omittedFromSummary is how many of msgs, oldest first, the summariser is
+// not shown because they do not fit the trim budget.
+func (m *SummarizationMiddleware) omittedFromSummary(msgs []llm.Message, p policy) int {
 	budget := m.opts.TrimTokensToSummarize
 	if budget == 0 && p.known {
 		budget = p.fractionTokens(summaryTrimFraction)
@@ -111,9 +116,13 @@ func (m *SummarizationMiddleware) generate(ctx context.Context, model llm.ChatMo
 		if omitted >= len(msgs) {
 			omitted = len(msgs) - 1
 		}
-		msgs = msgs[omitted:]
 	}
-	rendered := renderMessages(msgs)
+	return omitted
+}
+
+// generate asks the summariser for a summary of the rendered messages, the
+// first omitted of which are left out.
+func (m *SummarizationMiddleware) generate(ctx context.Context, model llm.ChatModel, rendered string, omitted int, p policy) (string, error) {
 	if omitted > 0 {
 		rendered = fmt.Sprintf("(%d earlier messages are omitted here because they do not fit; they are in the saved history.)\n%s", omitted, rendered)
 	}
@@ -157,19 +166,55 @@ func (m *SummarizationMiddleware) historyPath(sid string) string {
 }
 
 // appendHistory appends msgs as a new section of the session's history file
-// and returns its path. The file grows with the run, so the section is
-// appended (backend.AppendFile) rather than the file read and rewritten
-// whole by each summarization.
-func (m *SummarizationMiddleware) appendHistory(ctx context.Context, sid string, msgs []llm.Message) (string, error) {
+// and returns its path; rendered is renderMessages(msgs). The file grows
+// with the run, so the section is appended (backend.AppendFile) rather
+// than the file read and rewritten whole by each summarization.
+func (m *SummarizationMiddleware) appendHistory(ctx context.Context, sid string, msgs []llm.Message, rendered string) (string, error) {
 	file := m.historyPath(sid)
-	kept := make([]llm.Message, 0, len(msgs))
 	for i := range msgs {
-		if !isSummary(&msgs[i]) {
-			kept = append(kept, msgs[i])
+		if isSummary(&msgs[i]) {
+			// Earlier summaries are not history: render the rest alone.
+			kept := make([]llm.Message, 0, len(msgs))
+			for j := range msgs {
+				if !isSummary(&msgs[j]) {
+					kept = append(kept, msgs[j])
+				}
+			}
+			rendered = renderMessages(kept)
+			break
 		}
 	}
-	section := "## Summarized at " + backend.FormatTime(agent.Now(ctx)) + "\n\n" + renderMessages(kept) + "\n\n"
+	section := "## Summarized at " + backend.FormatTime(agent.Now(ctx)) + "\n\n" + rendered + "\n\n"
 	return file, backend.AppendFile(ctx, m.backend, file, section)
+}
+
+// renderedSuffixes is renderMessages(msgs[lo:]) with where each message
+// starts, so that renderMessages(msgs[i:]) for any i >= lo is a substring.
+type renderedSuffixes struct {
+	text  string
+	lo    int
+	start []int // start[i-lo] is where msgs[i] starts; start[len(msgs)-lo] = len(text)
+}
+
+func renderSuffixes(msgs []llm.Message, lo int) renderedSuffixes {
+	lo = max(lo, 0)
+	r := renderedSuffixes{lo: lo, start: make([]int, 0, len(msgs)-lo+1)}
+	var b strings.Builder
+	for i := lo; i < len(msgs); i++ {
+		if i > lo {
+			b.WriteByte('\n')
+		}
+		r.start = append(r.start, b.Len())
+		renderHistoryMessage(&b, &msgs[i])
+	}
+	r.text = b.String()
+	r.start = append(r.start, len(r.text))
+	return r
+}
+
+// from returns renderMessages(msgs[i:]).
+func (r renderedSuffixes) from(i int) string {
+	return r.text[r.start[max(i, 0)-r.lo]:]
 }
 
 // renderMessages writes messages as tagged text, for the history file and
