@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -55,7 +56,14 @@ type Doc struct {
 	File  string
 	Root  ast.Node
 	paths map[string]*token.Position // path → position of its key (or value for list items)
-	byPos map[[2]int]string          // position of a token → innermost path
+	// byPos maps the position of a token to its innermost path, to name
+	// the key of an error go-yaml places at a token. Only errors need it,
+	// and it holds an entry for every token of the file, so a parsed
+	// document builds it on its first error (see keyAt).
+	byPos     map[[2]int]string
+	byPosOnce sync.Once
+	// lazyPos says byPos is to be built from Root (documents from Parse).
+	lazyPos bool
 	// dec decodes parts of the document: it has seen the whole of it, so
 	// that an alias in one case finds the anchor in another (a decoder
 	// given only a part reports "could not find alias").
@@ -80,7 +88,7 @@ func Parse(file string, data []byte) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Doc{File: file, paths: map[string]*token.Position{}, byPos: map[[2]int]string{}}
+	d := &Doc{File: file, paths: map[string]*token.Position{}, lazyPos: true}
 	for _, doc := range f.Docs {
 		if doc == nil || doc.Body == nil {
 			continue
@@ -126,13 +134,10 @@ func startPos(n ast.Node) *token.Position {
 	return pos(n)
 }
 
+// index records where each key path is, and the anchors.
 func (d *Doc) index(n ast.Node, path string) {
 	if n == nil {
 		return
-	}
-	p := pos(n)
-	if _, seen := d.byPos[[2]int{p.Line, p.Column}]; !seen || path != "" {
-		d.byPos[[2]int{p.Line, p.Column}] = path
 	}
 	switch x := n.(type) {
 	case *ast.MappingNode:
@@ -140,23 +145,13 @@ func (d *Doc) index(n ast.Node, path string) {
 			d.index(v, path)
 		}
 	case *ast.MappingValueNode:
-		key := x.Key.String()
-		if s, ok := x.Key.(*ast.StringNode); ok {
-			key = s.Value
-		}
-		child := key
-		if path != "" {
-			child = path + "." + key
-		}
-		kp := pos(x.Key)
-		d.paths[child] = kp
-		d.byPos[[2]int{kp.Line, kp.Column}] = child
+		child := childPath(path, x.Key)
+		d.paths[child] = pos(x.Key)
 		d.index(x.Value, child)
 	case *ast.SequenceNode:
 		for i, v := range x.Values {
 			child := path + "[" + strconv.Itoa(i) + "]"
-			vp := startPos(v)
-			d.paths[child] = vp
+			d.paths[child] = startPos(v)
 			d.index(v, child)
 		}
 	case *ast.TagNode:
@@ -167,6 +162,59 @@ func (d *Doc) index(n ast.Node, path string) {
 		}
 		d.anchors[x.Name.GetToken().Value] = x.Value
 		d.index(x.Value, path)
+	}
+}
+
+// childPath is the path of a mapping's key below path.
+func childPath(path string, k ast.MapKeyNode) string {
+	key := k.String()
+	if s, ok := k.(*ast.StringNode); ok {
+		key = s.Value
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// keyAt is the innermost key path of the token at line:col ("" when none).
+func (d *Doc) keyAt(line, col int) string {
+	d.byPosOnce.Do(func() {
+		if d.lazyPos && d.Root != nil {
+			d.byPos = map[[2]int]string{}
+			d.indexPositions(d.Root, "")
+		}
+	})
+	return d.byPos[[2]int{line, col}]
+}
+
+// indexPositions fills byPos, walking the tree as index does.
+func (d *Doc) indexPositions(n ast.Node, path string) {
+	if n == nil {
+		return
+	}
+	p := pos(n)
+	if _, seen := d.byPos[[2]int{p.Line, p.Column}]; !seen || path != "" {
+		d.byPos[[2]int{p.Line, p.Column}] = path
+	}
+	switch x := n.(type) {
+	case *ast.MappingNode:
+		for _, v := range x.Values {
+			d.indexPositions(v, path)
+		}
+	case *ast.MappingValueNode:
+		child := childPath(path, x.Key)
+		kp := pos(x.Key)
+		d.byPos[[2]int{kp.Line, kp.Column}] = child
+		d.indexPositions(x.Value, child)
+	case *ast.SequenceNode:
+		for i, v := range x.Values {
+			d.indexPositions(v, path+"["+strconv.Itoa(i)+"]")
+		}
+	case *ast.TagNode:
+		d.indexPositions(x.Value, path)
+	case *ast.AnchorNode:
+		d.indexPositions(x.Value, path)
 	}
 }
 
@@ -221,7 +269,7 @@ func (d *Doc) atAlias(n ast.Node, e *Error) *Error {
 		return e
 	}
 	p := pos(at)
-	key := d.byPos[[2]int{p.Line, p.Column}]
+	key := d.keyAt(p.Line, p.Column)
 	name := at.Value.GetToken().Value
 	msg := e.Msg
 	if e.Key != "" && e.Key != key {
@@ -304,7 +352,7 @@ func (d *Doc) Errorf(path, format string, args ...any) *Error {
 // At reports a problem at a node, naming its key when the document knows it.
 func (d *Doc) At(n ast.Node, format string, args ...any) *Error {
 	p := pos(n)
-	return &Error{File: d.File, Line: p.Line, Column: p.Column, Key: d.byPos[[2]int{p.Line, p.Column}], Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: d.File, Line: p.Line, Column: p.Column, Key: d.keyAt(p.Line, p.Column), Msg: fmt.Sprintf(format, args...)}
 }
 
 // FromError turns an error from go-yaml's parser or decoder into an *Error
@@ -319,7 +367,7 @@ func wrap(file string, err error, d *Doc) *Error {
 			own.File = file
 		}
 		if own.Key == "" && d != nil {
-			own.Key = d.byPos[[2]int{own.Line, own.Column}]
+			own.Key = d.keyAt(own.Line, own.Column)
 		}
 		return own
 	}
@@ -332,7 +380,7 @@ func wrap(file string, err error, d *Doc) *Error {
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
 			e.Line, e.Column = tk.Position.Line, tk.Position.Column
 			if d != nil {
-				e.Key = d.byPos[[2]int{e.Line, e.Column}]
+				e.Key = d.keyAt(e.Line, e.Column)
 			}
 		}
 		return e
