@@ -1151,7 +1151,7 @@ func (p *parser) cases(raw node) {
 			continue
 		}
 		var rc rawCase
-		if err := p.doc.DecodeNode(item, &rc); err != nil {
+		if err := p.decodeCase(item, &rc); err != nil {
 			p.fail(err)
 			continue
 		}
