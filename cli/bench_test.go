@@ -55,40 +55,12 @@ func TestBenchEvalProvider(t *testing.T) {
 	})
 }
 
-// benchEvalSuite is issue 18's eval workload: 2 models × n cases, live
-// against a local OpenAI-compatible server at concurrency 4, each case
-// with a contains check and a model-graded rubric. The agent is the
-// default Deep Agents stack with a system prompt and no tools of its own.
-func benchEvalSuite(n int) string {
-	var b strings.Builder
-	b.WriteString(`version: 1
-name: throughput
-providers: {local: {kind: openai-compatible, base_url: "${DAGEVAL_TEST_URL}/v1", api_key_env: TEST_KEY}}
-agent:
-  name: answerer
-  system_prompt: You answer questions in one sentence.
-models: [local:model-a, local:model-b]
-grader: {model: local:grader, temperature: 0}
-mode: live
-concurrency: 4
-cases:
-`)
-	for i := range n {
-		fmt.Fprintf(&b, `  - id: case-%03d
-    input: "Question %d: what is the answer?"
-    rubric: [{name: answers, description: Gives the answer.}]
-    checks: [{final_answer: {contains: "42"}}]
-`, i, i)
-	}
-	return b.String()
-}
-
-// writeBenchSuite writes benchEvalSuite(benchCases) into dir and returns
+// writeBenchSuite writes benchkit.EvalSuite(benchCases) into dir and returns
 // its path and the environment that points it at the server at url.
 func writeBenchSuite(b *testing.B, dir, url string) (string, func(string) string) {
 	b.Helper()
 	suite := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(suite, []byte(benchEvalSuite(benchCases)), 0o644); err != nil {
+	if err := os.WriteFile(suite, []byte(benchkit.EvalSuite(benchCases)), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	return suite, func(k string) string {

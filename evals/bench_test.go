@@ -258,38 +258,11 @@ func readFileB(b *testing.B, path string) []byte {
 // cost per cell quickly.
 func BenchmarkReplay2k(b *testing.B) { benchReplay(b, 100, 20) }
 
-// loadBenchSuite is BenchmarkRunSuiteCLI's suite (cli's benchEvalSuite): 2
-// models × n cases, each with a model-graded inline rubric and a contains
-// check.
-func loadBenchSuite(n int) string {
-	var b strings.Builder
-	b.WriteString(`version: 1
-name: throughput
-providers: {local: {kind: openai-compatible, base_url: "${DAGEVAL_TEST_URL}/v1", api_key_env: TEST_KEY}}
-agent:
-  name: answerer
-  system_prompt: You answer questions in one sentence.
-models: [local:model-a, local:model-b]
-grader: {model: local:grader, temperature: 0}
-mode: live
-concurrency: 4
-cases:
-`)
-	for i := range n {
-		fmt.Fprintf(&b, `  - id: case-%03d
-    input: "Question %d: what is the answer?"
-    rubric: [{name: answers, description: Gives the answer.}]
-    checks: [{final_answer: {contains: "42"}}]
-`, i, i)
-	}
-	return b.String()
-}
-
 // BenchmarkLoadSuite loads BenchmarkRunSuiteCLI's 200-case suite alone:
 // the run cannot start a cell before the suite has loaded, so what loading
 // costs adds to the run's wall time whatever the concurrency.
 func BenchmarkLoadSuite(b *testing.B) {
-	path := writeSuite(b, map[string]string{"suite.yaml": loadBenchSuite(200)})
+	path := writeSuite(b, map[string]string{"suite.yaml": benchkit.EvalSuite(200)})
 	b.ReportAllocs()
 	for b.Loop() {
 		s, err := evals.Load(path)

@@ -149,3 +149,32 @@ func statusKiB(status []byte, key string) uint64 {
 	}
 	return 0
 }
+
+// EvalSuite is issue 18's eval workload (BenchmarkRunSuiteCLI, and
+// BenchmarkLoadSuite for its loading alone): 2 models × n cases, live
+// against a local OpenAI-compatible server at concurrency 4, each case
+// with a contains check and a model-graded rubric. The agent is the
+// default Deep Agents stack with a system prompt and no tools of its own.
+func EvalSuite(n int) string {
+	var b strings.Builder
+	b.WriteString(`version: 1
+name: throughput
+providers: {local: {kind: openai-compatible, base_url: "${DAGEVAL_TEST_URL}/v1", api_key_env: TEST_KEY}}
+agent:
+  name: answerer
+  system_prompt: You answer questions in one sentence.
+models: [local:model-a, local:model-b]
+grader: {model: local:grader, temperature: 0}
+mode: live
+concurrency: 4
+cases:
+`)
+	for i := range n {
+		fmt.Fprintf(&b, `  - id: case-%03d
+    input: "Question %d: what is the answer?"
+    rubric: [{name: answers, description: Gives the answer.}]
+    checks: [{final_answer: {contains: "42"}}]
+`, i, i)
+	}
+	return b.String()
+}
