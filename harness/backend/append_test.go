@@ -1,7 +1,10 @@
 package backend_test
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unsafe"
@@ -61,5 +64,47 @@ func TestStateAppendExtendsInPlace(t *testing.T) {
 		if versions[i] != want[i] {
 			t.Fatalf("version %d changed after it was handed out", i)
 		}
+	}
+}
+
+// downloadCounter is a Filesystem that counts its downloads: an append
+// that reads the file back (the fallback of a backend without Append)
+// shows up in the count.
+type downloadCounter struct {
+	*backend.Filesystem
+	downloads int
+}
+
+func (d *downloadCounter) Download(ctx context.Context, paths []string) []backend.DownloadResult {
+	d.downloads++
+	return d.Filesystem.Download(ctx, paths)
+}
+
+// Appending to a Filesystem file writes the added bytes to the end of the
+// file on disk, without reading the file back and writing it whole.
+func TestFilesystemAppendDoesNotReadBack(t *testing.T) {
+	dir := t.TempDir()
+	fs, err := backend.NewFilesystem(dir, backend.FilesystemOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &downloadCounter{Filesystem: fs}
+	var want strings.Builder
+	for i := range 50 {
+		chunk := fmt.Sprintf("## %d\n%s\n", i, strings.Repeat("z", 500))
+		if err := backend.AppendFile(t.Context(), d, "/conversation_history/s.md", chunk); err != nil {
+			t.Fatal(err)
+		}
+		want.WriteString(chunk)
+	}
+	if d.downloads != 0 {
+		t.Errorf("50 appends downloaded the file %d times, want none", d.downloads)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "conversation_history", "s.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want.String() {
+		t.Errorf("the file on disk has %d bytes, want the %d appended", len(got), want.Len())
 	}
 }

@@ -311,6 +311,18 @@ func (f *Filesystem) Read(ctx context.Context, p string, offset, limit int) (Rea
 
 // writeBytes creates parents and writes data, refusing directories.
 func (f *Filesystem) writeBytes(r *os.Root, rel, shown string, data []byte) error {
+	if err := prepareWrite(r, rel, shown); err != nil {
+		return err
+	}
+	if err := r.WriteFile(rel, data, 0o644); err != nil {
+		return mapErr(shown, err)
+	}
+	return mapErr(shown, f.chown(r, rel))
+}
+
+// prepareWrite makes the directories leading to rel and refuses a rel that
+// is a directory, as writing a file there needs.
+func prepareWrite(r *os.Root, rel, shown string) error {
 	if rel == "." {
 		return errIsDir(shown)
 	}
@@ -325,7 +337,34 @@ func (f *Filesystem) writeBytes(r *os.Root, rel, shown string, data []byte) erro
 	if st, err := r.Stat(rel); err == nil && st.IsDir() {
 		return errIsDir(shown)
 	}
-	if err := r.WriteFile(rel, data, 0o644); err != nil {
+	return nil
+}
+
+// Append implements Appender. The file is opened for appending, so that
+// adding to a file that keeps growing (the summarization history) costs
+// the added bytes, not a read and a rewrite of the whole file.
+func (f *Filesystem) Append(ctx context.Context, p, content string) error {
+	rel, shown, err := f.resolve(p)
+	if err != nil {
+		return err
+	}
+	r, err := f.open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := prepareWrite(r, rel, shown); err != nil {
+		return err
+	}
+	file, err := r.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return mapErr(shown, err)
+	}
+	_, err = file.WriteString(content)
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return mapErr(shown, err)
 	}
 	return mapErr(shown, f.chown(r, rel))
