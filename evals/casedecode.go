@@ -36,13 +36,9 @@ func readPlainCase(item ast.Node, rc *rawCase) bool {
 		v := it.Value()
 		switch k.Value {
 		case "id":
-			if !plainString(v, &rc.ID) {
-				return false
-			}
+			ok = plainString(v, &rc.ID)
 		case "cassette":
-			if !plainString(v, &rc.Cassette) {
-				return false
-			}
+			ok = plainString(v, &rc.Cassette)
 		case "input":
 			ok = plainNode(v, &rc.Input)
 		case "rubric":
